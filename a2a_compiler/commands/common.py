@@ -1,0 +1,63 @@
+"""Options shared by every subcommand: the topology spec, puncturing, the fabric."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ..fabric import FORWARDING_MODES, Fabric, parse_bandwidth
+from ..topology import Topology
+from ..topology.spec import from_spec
+
+SPEC_HELP = (
+    "topology spec, e.g. complete:8 ring:8 bipartite:4 hypercube:3 twisted-hypercube:3 torus:3x3x3 "
+    "petersen genkautz:64,4 slimfly:5 xpander:4,8,seed=1 jellyfish:64,4,seed=1 dragonfly:4,2,2 "
+    "hyperx:4,2,p=1 fattree:4,3 file:PATH"
+)
+
+
+def add_topology_args(p: argparse.ArgumentParser, positional: bool = True) -> None:
+    if positional:
+        p.add_argument("spec", metavar="SPEC", help=SPEC_HELP)
+    g = p.add_argument_group("puncturing (failures)")
+    g.add_argument("--remove-links", type=int, default=0, metavar="K", help="remove K random cables (seeded)")
+    g.add_argument("--remove-nodes", type=int, default=0, metavar="K", help="remove K random hosts (seeded)")
+    g.add_argument("--seed", type=int, default=0, metavar="S", help="seed for puncturing (default 0)")
+
+
+def add_fabric_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("fabric")
+    g.add_argument("--link-bw", metavar="BW", help="link bandwidth b per direction, e.g. 25Gbps or 3.125GB/s")
+    g.add_argument("--host-bw", metavar="BW",
+                   help="host injection/ejection (host-NIC) bandwidth per direction; default unlimited; needs --link-bw")
+    g.add_argument("--forwarding", choices=FORWARDING_MODES, default="host",
+                   help="who relays traffic: 'host' (GPU/CPU store-and-forward, time-stepped; default) "
+                        "or 'nic' (NIC cut-through routing)")
+
+
+def topology_from_args(args) -> Topology:
+    topo = from_spec(args.spec)
+    if args.remove_links or args.remove_nodes:
+        from ..topology.puncture import puncture
+
+        topo = puncture(topo, remove_links=args.remove_links, remove_nodes=args.remove_nodes, seed=args.seed)
+    return topo
+
+
+def fabric_from_args(args) -> Fabric:
+    return Fabric(
+        link_bw=None if args.link_bw is None else parse_bandwidth(args.link_bw, "--link-bw"),
+        host_bw=None if args.host_bw is None else parse_bandwidth(args.host_bw, "--host-bw"),
+        forwarding=args.forwarding,
+    )
+
+
+def print_json(obj) -> None:
+    json.dump(obj, sys.stdout, indent=1, sort_keys=False)
+    sys.stdout.write("\n")
+
+
+def progress(msg: str) -> None:
+    """Progress line on stderr (long solves)."""
+    print(msg, file=sys.stderr, flush=True)

@@ -1,0 +1,173 @@
+"""Fabric model: link bandwidth, host injection bandwidth, who forwards.
+
+Basu et al. 2024 §2.1 (Table 1) and §3.2.2 (Fig. 2).  Solvers work in units of
+the link bandwidth ``b`` (a link has capacity 1); the host–NIC link then has
+capacity ``host_bw / link_bw``.
+
+* ``forwarding="host"`` — the host/GPU forwards (store-and-forward, ML fabrics):
+  every byte a node relays crosses its host–NIC link twice (in and out).
+* ``forwarding="nic"`` — the NIC routes (cut-through, HPC fabrics): only the
+  bytes a host sources or sinks cross its host–NIC link.
+
+:func:`augment` turns that into a plain graph transformation (Fig. 2) so every
+flow solver handles the bottleneck without special cases.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import A2AError
+from .topology.model import Topology
+
+FORWARDING_MODES = ("host", "nic")
+
+_UNITS = {
+    # bits per second
+    "bps": 1 / 8, "kbps": 1e3 / 8, "mbps": 1e6 / 8, "gbps": 1e9 / 8, "tbps": 1e12 / 8,
+    "bit/s": 1 / 8, "kbit/s": 1e3 / 8, "mbit/s": 1e6 / 8, "gbit/s": 1e9 / 8, "tbit/s": 1e12 / 8,
+    # bytes per second
+    "b/s": 1.0, "kb/s": 1e3, "mb/s": 1e6, "gb/s": 1e9, "tb/s": 1e12,
+    "kib/s": 2.0**10, "mib/s": 2.0**20, "gib/s": 2.0**30, "tib/s": 2.0**40,
+}
+
+
+def parse_bandwidth(text: str, option: str = "bandwidth") -> float:
+    """Parse ``'25Gbps'``, ``'3.125GB/s'``, ``'100 Gbit/s'`` into bytes per second.
+
+    Decimal prefixes (``G`` = 1e9); ``GiB/s`` is binary.  ``bps``/``bit/s`` are bits,
+    ``B/s`` bytes.  A bare number is refused, because bits vs bytes is ambiguous.
+    """
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([A-Za-z/]+)\s*", str(text))
+    if not m:
+        raise A2AError(f"{option}: cannot parse {text!r}; give a number and a unit, e.g. 25Gbps or 3.125GB/s")
+    value, unit = float(m.group(1)), m.group(2)
+    low = unit.lower()
+    if unit.endswith("B/s"):
+        scale = _UNITS.get(low)
+    elif low.endswith(("bps", "bit/s")):
+        scale = _UNITS.get(low)
+    elif low.endswith("b/s"):  # Gb/s written with a lower-case b means bits
+        scale = _UNITS.get(low[:-3] + "bit/s")
+    else:
+        scale = None
+    if scale is None:
+        raise A2AError(
+            f"{option}: unknown unit {unit!r}; use bps/Kbps/Mbps/Gbps/Tbps (bits) or B/s/KB/s/MB/s/GB/s/TB/s/GiB/s (bytes)"
+        )
+    if not (value > 0 and math.isfinite(value)):
+        raise A2AError(f"{option}: bandwidth must be positive, got {text!r}")
+    return value * scale
+
+
+@dataclass(frozen=True)
+class Fabric:
+    """Bandwidths in bytes/s (``None`` = not given / unlimited) and the forwarding mode."""
+
+    link_bw: float | None = None
+    host_bw: float | None = None
+    forwarding: str = "host"
+
+    def __post_init__(self):
+        if self.forwarding not in FORWARDING_MODES:
+            raise A2AError(f"--forwarding must be one of {', '.join(FORWARDING_MODES)}, got {self.forwarding!r}")
+        for name in ("link_bw", "host_bw"):
+            v = getattr(self, name)
+            if v is not None and not (v > 0 and math.isfinite(v)):
+                raise A2AError(f"{name.replace('_', '-')}: bandwidth must be positive and finite, got {v!r}")
+        if self.host_bw is not None and self.link_bw is None:
+            raise A2AError("--host-bw needs --link-bw: the host-NIC bottleneck is relative to the link bandwidth")
+
+    @property
+    def host_capacity(self) -> float:
+        """Host–NIC capacity per direction in link units (``inf`` when unlimited)."""
+        return math.inf if self.host_bw is None else self.host_bw / self.link_bw
+
+    def to_json_dict(self) -> dict:
+        return {"link_bw": self.link_bw, "host_bw": self.host_bw, "forwarding": self.forwarding}
+
+    @classmethod
+    def from_json_dict(cls, d: dict) -> "Fabric":
+        return cls(d.get("link_bw"), d.get("host_bw"), d.get("forwarding", "host"))
+
+    def describe(self) -> str:
+        def fmt(v):
+            return "unlimited" if v is None else f"{v * 8 / 1e9:g} Gbit/s"
+        return f"link {fmt(self.link_bw)}, host {fmt(self.host_bw)}, {self.forwarding} forwarding"
+
+
+@dataclass(frozen=True, eq=False)
+class Augmented:
+    """Result of :func:`augment`.
+
+    ``topology`` has the same hosts (same ids) plus NIC nodes as switches.
+    ``node_origin[i]`` is the base node an augmented node stands for;
+    ``link_origin[e]`` is the base link an augmented link carries, or -1 for a
+    host–NIC link.
+    """
+
+    topology: Topology
+    node_origin: np.ndarray
+    link_origin: np.ndarray
+
+    def project_links(self, values: np.ndarray) -> np.ndarray:
+        """Map per-augmented-link values (last axis) back onto the base links."""
+        keep = self.link_origin >= 0
+        base_links = int(self.link_origin.max()) + 1 if keep.any() else 0
+        out = np.zeros(values.shape[:-1] + (base_links,))
+        out[..., self.link_origin[keep]] = values[..., keep]
+        return out
+
+
+def augment(topology: Topology, fabric: Fabric) -> Augmented:
+    """Host–NIC bottleneck augmentation (Basu et al. §3.2.2, Fig. 2).
+
+    With an unlimited host bandwidth the graph is returned unchanged.  Otherwise
+    each host ``h`` keeps its id (it sources and sinks traffic) and gains NIC
+    nodes that own its network links:
+
+    * ``nic`` forwarding: one NIC node ``n_h``; links ``h->n_h`` and ``n_h->h`` of
+      capacity ``host_bw/link_bw``; relayed traffic passes ``n_h`` only.
+    * ``host`` forwarding: an ingress NIC node ``i_h`` (network links end there)
+      and an egress NIC node ``o_h`` (network links start there), linked only
+      through the host: ``i_h->h`` and ``h->o_h``, each ``host_bw/link_bw``.  A
+      relayed byte therefore crosses the host–NIC link in both directions.
+    """
+    n, nh = topology.n_nodes, topology.n_hosts
+    if fabric.host_bw is None:
+        ident = np.arange(n)
+        return Augmented(topology, ident, np.arange(topology.n_links))
+    hc = fabric.host_capacity
+    hosts = np.arange(nh)
+    src, dst = topology.src.copy(), topology.dst.copy()
+    if fabric.forwarding == "nic":
+        nic = n + hosts                                # n_h
+        src = np.where(src < nh, nic[np.minimum(src, nh - 1)], src)
+        dst = np.where(dst < nh, nic[np.minimum(dst, nh - 1)], dst)
+        extra = [np.stack([hosts, nic], 1), np.stack([nic, hosts], 1)]
+        origin = np.concatenate([np.arange(n), hosts])
+        names = list(topology.names) + [f"nic:{topology.names[h]}" for h in hosts]
+    else:
+        ing, egr = n + hosts, n + nh + hosts           # i_h, o_h
+        src = np.where(src < nh, egr[np.minimum(src, nh - 1)], src)
+        dst = np.where(dst < nh, ing[np.minimum(dst, nh - 1)], dst)
+        extra = [np.stack([ing, hosts], 1), np.stack([hosts, egr], 1)]
+        origin = np.concatenate([np.arange(n), hosts, hosts])
+        names = (list(topology.names) + [f"nic-in:{topology.names[h]}" for h in hosts]
+                 + [f"nic-out:{topology.names[h]}" for h in hosts])
+    extra = np.concatenate(extra)
+    pairs = np.concatenate([np.stack([src, dst], 1), extra])
+    caps = np.concatenate([topology.capacity, np.full(len(extra), hc)])
+    tags = np.concatenate([np.arange(topology.n_links), np.full(len(extra), -1)])
+    aug = Topology.from_links(
+        f"{topology.spec} [{fabric.forwarding}-forwarding host-NIC augmentation]",
+        nh, pairs, n_switches=len(origin) - nh, capacity=caps, names=names, undirected=False,
+    )
+    # from_links sorts links by (src, dst); recover each augmented link's origin.
+    key = pairs[:, 0] * aug.n_nodes + pairs[:, 1]
+    order = np.argsort(key, kind="stable")
+    return Augmented(aug, origin, tags[order])

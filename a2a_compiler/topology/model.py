@@ -1,0 +1,242 @@
+"""The :class:`Topology` object every stage consumes.
+
+Conventions (relied on throughout the pipeline):
+
+* Nodes are numbered ``0 .. n_nodes-1`` with **hosts first**: node ``i < n_hosts``
+  is host/rank ``i``; nodes ``n_hosts ..`` are switches/routers, which forward
+  traffic but never source or sink all-to-all traffic.
+* Links are directed channels ``src[e] -> dst[e]`` with ``capacity[e]`` in units of
+  the fabric's link bandwidth (generators use 1).  An undirected cable is two
+  links.  Links are stored sorted by ``(src, dst)``; there are no self-loops and
+  no parallel links.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import FormatError
+from ..io import atomic_write
+
+JSON_FORMAT = "a2a-topology"
+JSON_VERSION = 1
+
+
+def _frozen(a, dtype) -> np.ndarray:
+    arr = np.array(a, dtype=dtype, copy=True).reshape(-1)
+    arr.setflags(write=False)
+    return arr
+
+
+@dataclass(frozen=True, eq=False)
+class Topology:
+    """An immutable directed network of hosts and (optional) switches.
+
+    Build one with :meth:`from_links` (which canonicalises link order), a
+    generator in :mod:`a2a_compiler.topology.generators`, or
+    :func:`a2a_compiler.topology.from_spec`.
+    """
+
+    spec: str
+    n_hosts: int
+    n_switches: int
+    src: np.ndarray
+    dst: np.ndarray
+    capacity: np.ndarray
+    names: tuple[str, ...]
+    coords: tuple[tuple[int, ...], ...] | None = None
+    _cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    # ----------------------------------------------------------- construction
+    @classmethod
+    def from_links(
+        cls,
+        spec: str,
+        n_hosts: int,
+        links,
+        *,
+        n_switches: int = 0,
+        capacity=None,
+        names=None,
+        coords=None,
+        undirected: bool = True,
+    ) -> "Topology":
+        """Build a topology from ``(u, v)`` pairs.
+
+        With ``undirected=True`` each pair is a cable and yields both ``u->v`` and
+        ``v->u``; duplicate cables collapse to one (so a torus dimension of size 2
+        gives one cable).  ``capacity`` is a scalar or one value per pair.
+        Self-loops are dropped.
+        """
+        n = n_hosts + n_switches
+        pairs = np.asarray(list(links), dtype=np.int64).reshape(-1, 2)
+        cap = np.broadcast_to(np.asarray(1.0 if capacity is None else capacity, dtype=float), (len(pairs),))
+        if undirected:
+            pairs = np.concatenate([pairs, pairs[:, ::-1]])
+            cap = np.concatenate([cap, cap])
+        keep = pairs[:, 0] != pairs[:, 1]
+        pairs, cap = pairs[keep], cap[keep]
+        if len(pairs) and (pairs.min() < 0 or pairs.max() >= n):
+            raise FormatError(f"{spec}: link endpoint outside 0..{n - 1}")
+        key = pairs[:, 0] * n + pairs[:, 1]
+        key, first = np.unique(key, return_index=True)
+        if names is None:
+            names = tuple([str(i) for i in range(n_hosts)] + [f"sw{i}" for i in range(n_switches)])
+        return cls(
+            spec=spec,
+            n_hosts=int(n_hosts),
+            n_switches=int(n_switches),
+            src=_frozen(key // n, np.int64),
+            dst=_frozen(key % n, np.int64),
+            capacity=_frozen(cap[first], float),
+            names=tuple(names),
+            coords=None if coords is None else tuple(tuple(int(x) for x in c) for c in coords),
+        )
+
+    def __post_init__(self):
+        n = self.n_nodes
+        if self.n_hosts < 1:
+            raise FormatError(f"{self.spec}: a topology needs at least one host")
+        if len(self.names) != n:
+            raise FormatError(f"{self.spec}: {len(self.names)} names for {n} nodes")
+        if not (len(self.src) == len(self.dst) == len(self.capacity)):
+            raise FormatError(f"{self.spec}: src/dst/capacity lengths differ")
+        if np.any(self.capacity < 0) or not np.all(np.isfinite(self.capacity)):
+            raise FormatError(f"{self.spec}: link capacities must be finite and >= 0")
+        key = self.src * n + self.dst
+        if len(key) and (np.any(np.diff(key) <= 0) or np.any(self.src == self.dst)):
+            raise FormatError(f"{self.spec}: links must be sorted, unique and loop-free (use Topology.from_links)")
+
+    # ------------------------------------------------------------- properties
+    @property
+    def n_nodes(self) -> int:
+        return self.n_hosts + self.n_switches
+
+    @property
+    def n_links(self) -> int:
+        return len(self.src)
+
+    def out_degree(self) -> np.ndarray:
+        return np.bincount(self.src, minlength=self.n_nodes)
+
+    def in_degree(self) -> np.ndarray:
+        return np.bincount(self.dst, minlength=self.n_nodes)
+
+    def link_index(self, u: int, v: int) -> int:
+        """Index of link ``u->v``; raises ``KeyError`` if there is none."""
+        key = self.src * self.n_nodes + self.dst
+        i = int(np.searchsorted(key, u * self.n_nodes + v))
+        if i < len(key) and key[i] == u * self.n_nodes + v:
+            return i
+        raise KeyError((u, v))
+
+    def adjacency(self, weight: str = "capacity") -> sp.csr_array:
+        """Sparse ``n_nodes x n_nodes`` matrix with capacities (or ones) on links."""
+        data = self.capacity if weight == "capacity" else np.ones(self.n_links)
+        return sp.csr_array((data, (self.src, self.dst)), shape=(self.n_nodes, self.n_nodes))
+
+    def incidence(self) -> sp.csr_array:
+        """Node-link incidence matrix: +1 where a link enters a node, -1 where it leaves."""
+        e = np.arange(self.n_links)
+        data = np.concatenate([np.ones(self.n_links), -np.ones(self.n_links)])
+        return sp.csr_array(
+            (data, (np.concatenate([self.dst, self.src]), np.concatenate([e, e]))),
+            shape=(self.n_nodes, self.n_links),
+        )
+
+    # ------------------------------------------------------------ conversions
+    def to_networkx(self) -> nx.DiGraph:
+        g = nx.DiGraph(spec=self.spec)
+        for i, name in enumerate(self.names):
+            attrs = {"name": name, "host": i < self.n_hosts}
+            if self.coords is not None:
+                attrs["coord"] = self.coords[i]
+            g.add_node(i, **attrs)
+        g.add_weighted_edges_from(zip(self.src.tolist(), self.dst.tolist(), self.capacity.tolist()), weight="capacity")
+        return g
+
+    @classmethod
+    def from_networkx(cls, g: nx.Graph, spec: str = "networkx", hosts=None) -> "Topology":
+        """Convert a networkx graph; undirected edges become two links.
+
+        ``hosts`` selects the host nodes (default: nodes whose ``host`` attribute is
+        not False).  Edge attribute ``capacity`` defaults to 1.
+        """
+        nodes = list(g.nodes)
+        if hosts is None:
+            hosts = [v for v in nodes if g.nodes[v].get("host", True)]
+        host_set = set(hosts)
+        order = list(hosts) + [v for v in nodes if v not in host_set]
+        index = {v: i for i, v in enumerate(order)}
+        edges = [(index[u], index[v], d.get("capacity", 1.0)) for u, v, d in g.edges(data=True)]
+        links = [(u, v) for u, v, _ in edges]
+        caps = [c for _, _, c in edges]
+        return cls.from_links(
+            spec,
+            len(hosts),
+            links,
+            n_switches=len(order) - len(hosts),
+            capacity=caps if caps else None,
+            names=[str(g.nodes[v].get("name", v)) for v in order],
+            undirected=not g.is_directed(),
+        )
+
+    def to_json_dict(self) -> dict:
+        d = {
+            "format": JSON_FORMAT,
+            "version": JSON_VERSION,
+            "spec": self.spec,
+            "hosts": self.n_hosts,
+            "switches": self.n_switches,
+            "names": list(self.names),
+            "links": [[int(u), int(v), float(c)] for u, v, c in zip(self.src, self.dst, self.capacity)],
+        }
+        if self.coords is not None:
+            d["coords"] = [list(c) for c in self.coords]
+        return d
+
+    @classmethod
+    def from_json_dict(cls, d: dict, source: str = "<json>") -> "Topology":
+        if not isinstance(d, dict) or d.get("format") != JSON_FORMAT:
+            raise FormatError(f"{source}: not an {JSON_FORMAT} file (missing \"format\": \"{JSON_FORMAT}\")")
+        try:
+            hosts, switches = int(d["hosts"]), int(d.get("switches", 0))
+            links = d["links"]
+            for i, link in enumerate(links):
+                if len(link) != 3:
+                    raise FormatError(f"{source}: links[{i}] must be [src, dst, capacity], got {link!r}")
+            arr = np.array([[l[0], l[1]] for l in links], dtype=np.int64).reshape(-1, 2)
+            cap = np.array([l[2] for l in links], dtype=float)
+            names = d.get("names")
+        except FormatError:
+            raise
+        except (KeyError, TypeError, ValueError) as exc:
+            raise FormatError(f"{source}: bad or missing field: {exc}") from None
+        topo = cls.from_links(
+            str(d.get("spec", source)), hosts, arr, n_switches=switches, capacity=cap,
+            names=names, coords=d.get("coords"), undirected=False,
+        )
+        if topo.n_links != len(arr):
+            raise FormatError(f"{source}: duplicate links or self-loops in \"links\"")
+        return topo
+
+    def save(self, path) -> Path:
+        """Write the JSON format atomically (see docs/formats.md)."""
+        return atomic_write(path, json.dumps(self.to_json_dict(), indent=1) + "\n")
+
+    @classmethod
+    def load(cls, path) -> "Topology":
+        path = Path(path)
+        try:
+            d = json.loads(path.read_text())
+        except OSError as exc:
+            raise FormatError(f"cannot read {path}: {exc.strerror or exc}") from None
+        except json.JSONDecodeError as exc:
+            raise FormatError(f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+        return cls.from_json_dict(d, str(path))

@@ -1,0 +1,103 @@
+"""Topology spec strings: ``family:arg,arg,key=value``.
+
+``from_spec("torus:3x3x3")`` is the one entry point every command uses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from ..errors import SpecError
+from . import generators as gen
+from .model import Topology
+
+
+@dataclass(frozen=True)
+class Family:
+    """One spec family: its syntax, an example, and how to build it."""
+
+    name: str
+    syntax: str
+    example: str
+    build: Callable[[list[str], dict[str, str], str], Topology]
+
+
+def _int(value: str, param: str, spec: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise SpecError(f"{spec}: parameter {param} must be an integer, got {value!r}") from None
+
+
+def _args(pos: list[str], kw: dict[str, str], spec: str, names: list[str], keys: dict[str, int] | None = None):
+    """Check arity and keywords; return positional ints and keyword ints (with defaults)."""
+    keys = keys or {}
+    if len(pos) != len(names):
+        want = ",".join(names) if names else "no parameters"
+        raise SpecError(f"{spec}: expected {want}, got {len(pos)} positional parameter(s)")
+    unknown = sorted(set(kw) - set(keys))
+    if unknown:
+        raise SpecError(f"{spec}: unknown option(s) {', '.join(unknown)}; allowed: {', '.join(keys) or 'none'}")
+    ints = [_int(v, n, spec) for v, n in zip(pos, names)]
+    opts = {k: _int(kw[k], k, spec) if k in kw else d for k, d in keys.items()}
+    return ints, opts
+
+
+def _torus(pos, kw, spec):
+    if len(pos) != 1 or kw:
+        raise SpecError(f"{spec}: expected torus:K1xK2x..., e.g. torus:3x3x3")
+    return gen.torus(tuple(_int(k, f"k{m + 1}", spec) for m, k in enumerate(pos[0].split("x"))))
+
+
+def _file(pos, kw, spec):
+    from .files import load_topology_file
+
+    if len(pos) != 1 or kw:
+        raise SpecError(f"{spec}: expected file:PATH")
+    return load_topology_file(pos[0])
+
+
+FAMILIES: dict[str, Family] = {
+    f.name: f
+    for f in [
+        Family("complete", "complete:N", "complete:8", lambda p, k, s: gen.complete(*_args(p, k, s, ["N"])[0])),
+        Family("ring", "ring:N", "ring:8", lambda p, k, s: gen.ring(*_args(p, k, s, ["N"])[0])),
+        Family("bipartite", "bipartite:n  (K_{n,n})", "bipartite:4",
+               lambda p, k, s: gen.complete_bipartite(*_args(p, k, s, ["n"])[0])),
+        Family("hypercube", "hypercube:d", "hypercube:3", lambda p, k, s: gen.hypercube(*_args(p, k, s, ["d"])[0])),
+        Family("twisted-hypercube", "twisted-hypercube:d", "twisted-hypercube:3",
+               lambda p, k, s: gen.twisted_hypercube(*_args(p, k, s, ["d"])[0])),
+        Family("torus", "torus:K1xK2x...", "torus:3x3x3", _torus),
+        Family("petersen", "petersen", "petersen", lambda p, k, s: (_args(p, k, s, []), gen.petersen())[1]),
+        Family("genkautz", "genkautz:N,d", "genkautz:64,4", lambda p, k, s: gen.genkautz(*_args(p, k, s, ["N", "d"])[0])),
+        Family("file", "file:PATH  (JSON topology or edge list)", "file:my.json", _file),
+    ]
+}
+
+
+def parse_spec(spec: str) -> tuple[str, list[str], dict[str, str]]:
+    """Split ``family:a,b,key=v`` into ``(family, [a, b], {key: v})``."""
+    spec = spec.strip()
+    family, _, rest = spec.partition(":")
+    family = family.strip().lower()
+    if family == "file":
+        return family, [rest], {}
+    pos: list[str] = []
+    kw: dict[str, str] = {}
+    for part in filter(None, (p.strip() for p in rest.split(","))):
+        if "=" in part:
+            key, _, value = part.partition("=")
+            kw[key.strip()] = value.strip()
+        else:
+            pos.append(part)
+    return family, pos, kw
+
+
+def from_spec(spec: str) -> Topology:
+    """Build the topology a spec string names (no puncturing; see :mod:`.puncture`)."""
+    family, pos, kw = parse_spec(spec)
+    if family not in FAMILIES:
+        known = ", ".join(f.syntax.split()[0] for f in FAMILIES.values())
+        raise SpecError(f"unknown topology family {family!r} in {spec!r}; known families: {known}")
+    return FAMILIES[family].build(pos, kw, spec.strip())
