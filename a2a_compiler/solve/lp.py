@@ -1,0 +1,97 @@
+"""One call into HiGHS for an LP given as sparse arrays.
+
+Every LP in the package (MCF, decomposed MCF, pMCF, tsMCF) is assembled as a
+``scipy.sparse`` matrix and handed to HiGHS in a single ``passModel`` call; the
+solution comes back once, as numpy arrays.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import highspy
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import A2AError
+
+INF = highspy.kHighsInf
+
+
+@dataclass(frozen=True, eq=False)
+class LPResult:
+    """Primal ``x``, row activities, duals, objective, HiGHS status and wall time."""
+
+    x: np.ndarray
+    row_value: np.ndarray
+    row_dual: np.ndarray
+    col_dual: np.ndarray
+    objective: float
+    status: str
+    seconds: float
+    iterations: int
+
+
+def solve_lp(
+    c: np.ndarray,
+    A: sp.sparray | sp.spmatrix,
+    row_lower: np.ndarray,
+    row_upper: np.ndarray,
+    col_lower: np.ndarray | float = 0.0,
+    col_upper: np.ndarray | float = INF,
+    *,
+    maximize: bool = False,
+    solver: str = "auto",
+    options: dict | None = None,
+    time_limit: float | None = None,
+) -> LPResult:
+    """Solve ``min/max c·x  s.t.  row_lower <= A x <= row_upper, col_lower <= x <= col_upper``.
+
+    ``solver`` is a HiGHS ``solver`` option: ``"simplex"``, ``"ipm"``, ``"pdlp"`` or
+    ``"auto"`` (HiGHS chooses).  Extra HiGHS options go in ``options``.  Raises
+    :class:`A2AError` unless HiGHS reports an optimal model.
+    """
+    A = sp.csc_array(A)
+    A.sort_indices()
+    n_row, n_col = A.shape
+    c = np.ascontiguousarray(c, dtype=np.float64)
+    col_lower = np.ascontiguousarray(np.broadcast_to(col_lower, (n_col,)), dtype=np.float64)
+    col_upper = np.ascontiguousarray(np.broadcast_to(col_upper, (n_col,)), dtype=np.float64)
+    row_lower = np.ascontiguousarray(np.broadcast_to(row_lower, (n_row,)), dtype=np.float64)
+    row_upper = np.ascontiguousarray(np.broadcast_to(row_upper, (n_row,)), dtype=np.float64)
+
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("solver", solver if solver != "auto" else "choose")
+    if time_limit is not None:
+        h.setOptionValue("time_limit", float(time_limit))
+    for key, value in (options or {}).items():
+        h.setOptionValue(key, value)
+    sense = highspy.ObjSense.kMaximize if maximize else highspy.ObjSense.kMinimize
+    passed = h.passModel(
+        n_col, n_row, A.nnz, int(highspy.MatrixFormat.kColwise), int(sense), 0.0,
+        c, col_lower, col_upper, row_lower, row_upper,
+        A.indptr.astype(np.int32), A.indices.astype(np.int32), A.data.astype(np.float64),
+        np.zeros(n_col, dtype=np.int32),  # all continuous (an empty array is misread)
+    )
+    if passed == highspy.HighsStatus.kError:
+        raise A2AError(f"HiGHS rejected the LP ({n_row} rows, {n_col} columns)")
+    t0 = time.perf_counter()
+    h.run()
+    seconds = time.perf_counter() - t0
+    status = h.modelStatusToString(h.getModelStatus())
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        raise A2AError(f"LP solver finished with status {status!r} ({n_row} rows, {n_col} columns)")
+    sol = h.getSolution()
+    info = h.getInfo()
+    return LPResult(
+        x=np.asarray(sol.col_value, dtype=float),
+        row_value=np.asarray(sol.row_value, dtype=float),
+        row_dual=np.asarray(sol.row_dual, dtype=float),
+        col_dual=np.asarray(sol.col_dual, dtype=float),
+        objective=float(info.objective_function_value),
+        status=status,
+        seconds=seconds,
+        iterations=int(info.simplex_iteration_count + info.ipm_iteration_count + info.pdlp_iteration_count),
+    )
