@@ -1,0 +1,91 @@
+"""Readers/writers of the three lowered formats: exact bytes, round trips, hostile input."""
+
+from pathlib import Path
+
+import pytest
+
+from a2a_compiler.errors import FormatError
+from a2a_compiler.lower import load_program, parse_program, program_to_xml
+from a2a_compiler.lower.msccl import msccl_to_xml, parse_msccl
+from a2a_compiler.lower.mpi_paths import mpi_paths_to_xml, parse_mpi_paths
+from a2a_compiler.lower.oneccl import oneccl_to_xml, parse_oneccl
+from a2a_compiler.lower.programs import (MpiPathProgram, MscclGpu, MscclProgram, MscclStep, MscclThreadBlock,
+                                         OnecclOp, OnecclProgram, OnecclRank, PathSend)
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def _msccl():
+    send = MscclStep(0, "s", "i", 1, "o", 1, 1, -1, -1, 0)
+    recv = MscclStep(1, "r", "i", 1, "o", 1, 1, -1, -1, 0)
+    gpu = lambda g: MscclGpu(g, 2, 2, 0, (MscclThreadBlock(0, 1 - g, 1 - g, 0, (send, recv)),))
+    return MscclProgram("x", "Simple", 1, 2, 2, "alltoall", 0, 1, 0, 0, (gpu(0), gpu(1)))
+
+
+def test_msccl_writer_exact_bytes_and_round_trip():
+    data = msccl_to_xml(_msccl())
+    lines = data.decode().splitlines()
+    assert lines[0] == ('<algo name="x" proto="Simple" nchannels="1" nchunksperloop="2" ngpus="2" coll="alltoall" '
+                        'inplace="0" outofplace="1" minBytes="0" maxBytes="0">')
+    assert lines[2] == '    <tb id="0" send="1" recv="1" chan="0">'
+    assert lines[3] == ('      <step s="0" type="s" srcbuf="i" srcoff="1" dstbuf="o" dstoff="1" cnt="1" '
+                        'depid="-1" deps="-1" hasdep="0"/>')
+    assert b"\t" not in data and not data.startswith(b"<?xml") and data.endswith(b"</algo>\n")
+    assert parse_msccl(data) == _msccl()
+    assert parse_program(data) == ("msccl", _msccl())
+
+
+def test_msccl_reader_accepts_msccl_tools_single_buffer_form():
+    data = (b'<algo name="a" proto="Simple" nchannels="1" nchunksperloop="2" ngpus="2" coll="alltoall" inplace="0">'
+            b'<gpu id="0" i_chunks="2" o_chunks="2" s_chunks="0"><tb id="0" send="1" recv="-1" chan="0">'
+            b'<step s="0" type="s" buf="i" off="1"/></tb></gpu></algo>')
+    p = parse_msccl(data, "t.xml")
+    st = p.gpus[0].tbs[0].steps[0]
+    assert (st.srcbuf, st.srcoff, st.cnt, st.depid, st.hasdep) == ("i", 1, 1, -1, 0)
+    assert (p.outofplace, p.min_bytes, p.max_bytes) == (1, 0, 0)
+
+
+def test_oneccl_round_trip_and_structure_errors():
+    prog = OnecclProgram("h", 2, 1, 1, (
+        OnecclRank(0, 2, 2, 0, ((OnecclOp("copy", -1, "i", 0, "o", 0, 1), OnecclOp("send", 1, "i", 1, "", -1, 1),
+                                 OnecclOp("recv", 1, "", -1, "o", 1, 1)),)),
+        OnecclRank(1, 2, 2, 0, ((),)),
+    ))
+    data = oneccl_to_xml(prog)
+    assert b'<send peer="1" buf="i" off="1" cnt="1"/>' in data and b'<sync after="0"/>' in data
+    assert parse_oneccl(data) == prog
+    with pytest.raises(FormatError, match='step 0 has no <sync after="0"/>'):
+        parse_oneccl(data.replace(b'<sync after="0"/>', b""))
+    with pytest.raises(FormatError, match="lists 1 steps, nsteps=2"):
+        parse_oneccl(data.replace(b'nsteps="1"', b'nsteps="2"'))
+
+
+def test_mpi_paths_round_trip(tmp_path):
+    prog = MpiPathProgram("m", 2, 3, 2, (PathSend(0, 1, 0, 0, (0, 2, 1), (0, 1)), PathSend(1, 0, 0, 0, (1, 0), (1, 0))))
+    data = mpi_paths_to_xml(prog)
+    assert b'<send dst="1" route_id="0" layer="0" route="0 2 1" chunks="0 1"/>' in data
+    assert parse_mpi_paths(data) == prog
+    f = tmp_path / "m.xml"
+    f.write_bytes(data)
+    assert load_program(f) == ("mpi", prog)
+    assert program_to_xml(prog) == data
+
+
+@pytest.mark.parametrize("data, message", [
+    (b'<!DOCTYPE a [<!ENTITY x "xxxxxxxx"><!ENTITY y "&x;&x;&x;&x;">]><algo name="&y;"/>', "DOCTYPE/ENTITY"),
+    (b'<!DOCTYPE a [<!ENTITY x SYSTEM "file:///etc/passwd">]><algo name="&x;"/>', "DOCTYPE/ENTITY"),
+    (b'<algo name="a"><gpu id="0"', "malformed XML"),
+    (b'<schedule/>', "unknown schedule format: root element <schedule>"),
+    (b'<algo><gpu id="zero"/></algo>', "attribute id='zero' is not an integer"),
+    (b'<algo><gpu id="0"><tb id="0"><step s="0"/></tb></gpu></algo>', "missing attribute 'type'"),
+    (b'<mpi_paths coll="alltoall" nranks="2" chunks_per_shard="1"><rank id="0"><send dst="1" route_id="0" '
+     b'route="0 x" chunks="0"/></rank><rank id="1"/></mpi_paths>', "is not a list of integers"),
+])
+def test_malformed_and_hostile_input_refused(data, message):
+    with pytest.raises(FormatError, match=message):
+        parse_program(data, "bad.xml")
+
+
+def test_load_program_missing_file(tmp_path):
+    with pytest.raises(FormatError, match="cannot read"):
+        load_program(tmp_path / "nope.xml")
