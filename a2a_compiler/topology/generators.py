@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import itertools
 
+import networkx as nx
 import numpy as np
+import scipy.sparse as sp
+from scipy.sparse import csgraph
 
 from ..errors import SpecError
+from .gf import field, prime_power
 from .model import Topology
 
 
@@ -117,3 +121,208 @@ def genkautz(n: int, d: int) -> Topology:
     i = np.repeat(np.arange(n), d)
     j = np.tile(np.arange(1, d + 1), n)
     return Topology.from_links(spec, n, np.stack([i, (-d * i - j) % n], 1), undirected=False)
+
+
+# ------------------------------------------------------- hosts on routers
+def _hosts_on_routers(spec: str, n_routers: int, router_pairs, p: int, router_names, notes=()) -> Topology:
+    """Attach ``p`` hosts to every router by one cable (hosts first: host h sits on router h // p).
+
+    ``p = 0`` collapses the model: the routers themselves are the hosts, which
+    topologies.md allows when stated, so the topology's notes say so.
+    """
+    pairs = np.asarray(router_pairs, dtype=np.int64).reshape(-1, 2)
+    if p == 0:
+        notes = (f"collapsed: routers are the hosts (p=0); use p=P to attach P hosts per router",) + tuple(notes)
+        return Topology.from_links(spec, n_routers, pairs, names=router_names, notes=notes)
+    nh = p * n_routers
+    hosts = np.arange(nh)
+    host_pairs = np.stack([hosts, nh + hosts // p], 1)
+    notes = (f"{p} host(s) per router, each attached by one cable; routers only forward",) + tuple(notes)
+    return Topology.from_links(
+        spec, nh, np.concatenate([host_pairs, pairs + nh]), n_switches=n_routers,
+        names=[f"h{h}" for h in range(nh)] + list(router_names), notes=notes,
+    )
+
+
+# ---------------------------------------------------------------- Slim Fly
+def slimfly(q: int, p: int = 0) -> Topology:
+    """Slim Fly / MMS(q) (Besta & Hoefler 2014 §II-B), over real GF(q) arithmetic.
+
+    q = 4w + δ is a prime power, δ in {-1, 0, 1}; ξ is a primitive element of
+    GF(q).  Routers (0, x, y) get ids ``x*q + y`` and (1, m, c) ids
+    ``q^2 + m*q + c``; (0,x,y) ~ (0,x,y') iff y - y' ∈ X, (1,m,c) ~ (1,m,c') iff
+    c - c' ∈ X', and (0,x,y) ~ (1,m,c) iff y = m*x + c, with the generator sets X,
+    X' of topologies.md.  The result is k'-regular with k' = (3q - δ)/2, diameter 2,
+    on 2q^2 routers.  ``p`` hosts hang off each router (p = 0: routers are hosts;
+    full global bandwidth needs p = ceil(k'/2)).
+    """
+    spec = f"slimfly:{q}" + (f",p={p}" if p else "")
+    _require(3 <= q <= 128 and prime_power(q) is not None and q % 4 != 2, "q",
+             f"must be a prime power q = 4w + δ with δ in {{-1, 0, 1}}, 3 <= q <= 128, got {q}", spec)
+    _require(p >= 0, "p", "must be >= 0", spec)
+    F = field(q)
+    w, delta = (q + 1) // 4, q - 4 * ((q + 1) // 4)
+    if delta == 1:
+        xs, xps = range(0, q - 2, 2), range(1, q - 1, 2)
+    elif delta == 0:
+        xs, xps = range(0, q - 1, 2), range(1, q, 2)
+    else:
+        xs = list(range(0, 2 * w - 1, 2)) + list(range(2 * w - 1, 4 * w - 2, 2))
+        xps = list(range(1, 2 * w, 2)) + list(range(2 * w, 4 * w - 1, 2))
+    X = np.array(sorted({F.power(k) for k in xs}))
+    Xp = np.array(sorted({F.power(k) for k in xps}))
+    e = np.arange(q)
+    # intra-group: (0,x,y) ~ (0,x,y-s) for s in X; (1,m,c) ~ (1,m,c-s) for s in X'
+    pairs = []
+    for side, gen_set in ((0, X), (1, Xp)):
+        a, b, s = np.meshgrid(e, e, gen_set, indexing="ij")
+        base = side * q * q + a * q
+        pairs.append(np.stack([(base + b).ravel(), (base + F.sub[b, s]).ravel()], 1))
+    # inter-group: (0,x,m*x+c) ~ (1,m,c)
+    m, c, x = np.meshgrid(e, e, e, indexing="ij")
+    y = F.add[F.mul[m, x], c]
+    pairs.append(np.stack([(x * q + y).ravel(), (q * q + m * q + c).ravel()], 1))
+    names = [f"r{s},{i},{j}" for s in (0, 1) for i in range(q) for j in range(q)]
+    field_note = f"GF({q}) = Z_{F.p}" + (f"[x]/({_poly_str(F)})" if F.n > 1 else "") + f", primitive element {F.primitive}"
+    return _hosts_on_routers(spec, 2 * q * q, np.concatenate(pairs), p, names, (field_note,))
+
+
+def _poly_str(F) -> str:
+    terms = [f"x^{F.n}"] + [
+        ("" if c == 1 and k else str(c)) + ("x" if k == 1 else f"x^{k}" if k else "")
+        for k, c in reversed(list(enumerate(F.modulus))) if c
+    ]
+    return " + ".join(terms)
+
+
+# ------------------------------------------------------- random expanders
+def _connected(n: int, pairs: np.ndarray) -> bool:
+    a = sp.coo_array((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(n, n))
+    return csgraph.connected_components(a, directed=False)[0] == 1
+
+
+_MAX_TRIES = 100
+
+
+def xpander(d: int, lift: int, seed: int = 0) -> Topology:
+    """Xpander: a random ``lift``-lift of K_{d+1} (Valadarsky et al. 2016).
+
+    Host ``a*lift + i`` is node (a, i), a in 0..d, i in 0..lift-1.  For each pair
+    a < b (in lexicographic order) a permutation π is drawn from
+    ``numpy.random.default_rng(seed)`` and (a, i) ~ (b, π(i)).  d-regular on
+    (d+1)*lift hosts.  A disconnected draw is discarded and the next one taken
+    from the same generator, so the seed still fixes the graph.
+    """
+    spec = f"xpander:{d},{lift},seed={seed}"
+    _require(d >= 2, "d", "must be >= 2", spec)
+    _require(lift >= 1, "l", "must be >= 1", spec)
+    _require((d + 1) * lift <= 100_000, "l", "must keep (d+1)*l <= 100000 hosts", spec)
+    rng = np.random.default_rng(seed)
+    a, b = np.triu_indices(d + 1, 1)
+    i = np.arange(lift)
+    for _ in range(_MAX_TRIES):
+        perms = np.stack([rng.permutation(lift) for _ in range(len(a))])
+        pairs = np.stack([(a[:, None] * lift + i).ravel(), (b[:, None] * lift + perms).ravel()], 1)
+        if _connected((d + 1) * lift, pairs):
+            return Topology.from_links(spec, (d + 1) * lift, pairs)
+    raise SpecError(f"{spec}: no connected lift in {_MAX_TRIES} draws; try another seed")
+
+
+def jellyfish(n: int, d: int, seed: int = 0) -> Topology:
+    """Jellyfish: random d-regular graph RRG(N, d) (Singla et al. 2012).
+
+    Drawn with networkx's Steger–Wormald sampler (asymptotically uniform) driven by
+    ``numpy.random.default_rng(seed)``; disconnected draws are discarded and the
+    next one taken from the same generator, so the seed fixes the graph.
+    """
+    spec = f"jellyfish:{n},{d},seed={seed}"
+    _require(n >= 3, "N", "must be >= 3", spec)
+    _require(2 <= d < n, "d", "must satisfy 2 <= d < N", spec)
+    _require(n * d % 2 == 0, "N*d", "must be even (a d-regular graph has N*d/2 cables)", spec)
+    rng = np.random.default_rng(seed)
+    for _ in range(_MAX_TRIES):
+        g = nx.random_regular_graph(d, n, seed=rng)
+        pairs = np.array(list(g.edges()), dtype=np.int64).reshape(-1, 2)
+        if _connected(n, pairs):
+            return Topology.from_links(spec, n, pairs)
+    raise SpecError(f"{spec}: no connected draw in {_MAX_TRIES} tries; try another seed")
+
+
+# --------------------------------------------------------------- Dragonfly
+def dragonfly(a: int, h: int, p: int) -> Topology:
+    """Dragonfly (a, h, p) (Kim et al. 2008): g = a*h + 1 groups of a routers.
+
+    Each group is a clique; each router has h global links and every pair of
+    groups is joined by exactly one global link.  Router r of group G has id
+    ``G*a + r`` and owns the group's global ports ``r*h .. r*h + h-1``.  Global
+    arrangement (circulant): port k of group G connects to group (G + k + 1) mod g,
+    arriving on that group's port ``a*h - 1 - k``.  ``p`` hosts per router
+    (p = 0: routers are hosts).  Balanced when a = 2p = 2h.
+    """
+    spec = f"dragonfly:{a},{h},{p}"
+    _require(a >= 1, "a", "must be >= 1", spec)
+    _require(h >= 1, "h", "must be >= 1", spec)
+    _require(p >= 0, "p", "must be >= 0", spec)
+    g = a * h + 1
+    _require(g * a <= 100_000, "a,h", "must keep (a*h+1)*a <= 100000 routers", spec)
+    grp = np.arange(g)
+    li, lj = np.triu_indices(a, 1)
+    local = np.stack([(grp[:, None] * a + li).ravel(), (grp[:, None] * a + lj).ravel()], 1)
+    G, k = np.meshgrid(grp, np.arange(a * h), indexing="ij")
+    other, k2 = (G + k + 1) % g, a * h - 1 - k
+    glob = np.stack([(G * a + k // h).ravel(), (other * a + k2 // h).ravel()], 1)
+    names = [f"g{G}r{r}" for G in range(g) for r in range(a)]
+    return _hosts_on_routers(spec, g * a, np.concatenate([local, glob]), p, names)
+
+
+# ------------------------------------------------------------------ HyperX
+def hyperx(s: int, dims: int, p: int = 1) -> Topology:
+    """HyperX (S, L) (Ahn et al. 2009): the Hamming graph H(L, S) of routers.
+
+    A router per point of [S]^L (id = the point read as a base-S number, last
+    coordinate fastest); routers are adjacent iff they differ in exactly one
+    coordinate.  ``p`` hosts per router (p = 0: routers are hosts).
+    """
+    spec = f"hyperx:{s},{dims},p={p}"
+    _require(s >= 2, "S", "must be >= 2", spec)
+    _require(dims >= 1, "L", "must be >= 1", spec)
+    _require(p >= 0, "p", "must be >= 0", spec)
+    _require(s**dims <= 100_000, "S,L", "must keep S^L <= 100000 routers", spec)
+    n = s**dims
+    pts = np.array(list(itertools.product(range(s), repeat=dims)), dtype=np.int64).reshape(n, dims)
+    weights = s ** np.arange(dims - 1, -1, -1)
+    pairs = []
+    for m, t in itertools.product(range(dims), range(1, s)):
+        other = pts.copy()
+        other[:, m] = (other[:, m] + t) % s
+        pairs.append(np.stack([np.arange(n), other @ weights], 1))
+    names = ["r" + ".".join(map(str, pt)) for pt in pts.tolist()]
+    return _hosts_on_routers(spec, n, np.concatenate(pairs), p, names)
+
+
+# ---------------------------------------------------------------- fat tree
+def fattree(k: int, n: int) -> Topology:
+    """k-ary n-tree (Petrini & Vanneschi 1997; Zahavi et al. 2009, Def. 1).
+
+    k^n hosts and n*k^(n-1) switches.  Switch (r, S_{n-2} .. S_0), r = 0 (leaves)
+    .. n-1, has id ``k^n + r*k^(n-1) + I_S`` with I_S = sum_i S_i k^i.  Switches
+    at levels r and r+1 are linked iff their digits agree except digit r.  Host
+    j hangs off leaf switch I_S = j // k by port p = j % k (the Definition's
+    ``j = p + sum_i S_i k^i`` read with the host digits shifted by one, the
+    only reading that gives k^n distinct hosts, k per leaf).  Switches only forward.
+    """
+    spec = f"fattree:{k},{n}"
+    _require(k >= 2, "k", "must be >= 2", spec)
+    _require(n >= 1, "n", "must be >= 1", spec)
+    _require(k**n <= 100_000, "k,n", "must keep k^n <= 100000 hosts", spec)
+    nh, per = k**n, k ** (n - 1)
+    idx = np.arange(per)
+    pairs = [np.stack([np.arange(nh), nh + np.arange(nh) // k], 1)]
+    for r in range(n - 1):
+        digit = (idx // k**r) % k
+        for t in range(k):  # upper switch with digit r set to t
+            up = idx + (t - digit) * k**r
+            pairs.append(np.stack([nh + r * per + idx, nh + (r + 1) * per + up], 1))
+    names = [f"h{j}" for j in range(nh)] + [f"s{r}:{i}" for r in range(n) for i in range(per)]
+    return Topology.from_links(spec, nh, np.concatenate(pairs), n_switches=n * per, names=names,
+                               notes=("hosts hang off leaf switches; switches only forward",))

@@ -9,6 +9,8 @@ Conventions (relied on throughout the pipeline):
   the fabric's link bandwidth (generators use 1).  An undirected cable is two
   links.  Links are stored sorted by ``(src, dst)``; there are no self-loops and
   no parallel links.
+* ``notes`` record modelling choices a reader must know (e.g. a Slim Fly whose
+  routers double as hosts); they travel with the JSON file.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ class Topology:
     capacity: np.ndarray
     names: tuple[str, ...]
     coords: tuple[tuple[int, ...], ...] | None = None
+    notes: tuple[str, ...] = ()
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     # ----------------------------------------------------------- construction
@@ -65,6 +68,7 @@ class Topology:
         capacity=None,
         names=None,
         coords=None,
+        notes=(),
         undirected: bool = True,
     ) -> "Topology":
         """Build a topology from ``(u, v)`` pairs.
@@ -97,14 +101,15 @@ class Topology:
             capacity=_frozen(cap[first], float),
             names=tuple(names),
             coords=None if coords is None else tuple(tuple(int(x) for x in c) for c in coords),
+            notes=tuple(str(x) for x in notes),
         )
 
     def __post_init__(self):
         n = self.n_nodes
         if self.n_hosts < 1:
             raise FormatError(f"{self.spec}: a topology needs at least one host")
-        if len(self.names) != n:
-            raise FormatError(f"{self.spec}: {len(self.names)} names for {n} nodes")
+        if len(self.names) != n or (self.coords is not None and len(self.coords) != n):
+            raise FormatError(f"{self.spec}: names/coords must have one entry per node ({n} nodes)")
         if not (len(self.src) == len(self.dst) == len(self.capacity)):
             raise FormatError(f"{self.spec}: src/dst/capacity lengths differ")
         if np.any(self.capacity < 0) or not np.all(np.isfinite(self.capacity)):
@@ -151,8 +156,26 @@ class Topology:
         )
 
     # ------------------------------------------------------------ conversions
+    @classmethod
+    def from_adjacency(cls, matrix, n_hosts: int | None = None, spec: str = "adjacency") -> "Topology":
+        """Build from a (sparse) matrix: entry ``[u, v] > 0`` is a link ``u->v`` of that capacity.
+
+        The first ``n_hosts`` rows are hosts (default: all), the rest switches.
+        """
+        coo = sp.coo_array(matrix)
+        n = coo.shape[0]
+        nh = n if n_hosts is None else int(n_hosts)
+        keep = coo.data != 0
+        pairs = np.stack([coo.row[keep], coo.col[keep]], 1)
+        return cls.from_links(spec, nh, pairs, n_switches=n - nh, capacity=coo.data[keep], undirected=False)
+
+    def is_symmetric(self) -> bool:
+        """True when every link has a reverse link of the same capacity (the graph is made of cables)."""
+        a = self.adjacency()
+        return (a != a.T).nnz == 0
+
     def to_networkx(self) -> nx.DiGraph:
-        g = nx.DiGraph(spec=self.spec)
+        g = nx.DiGraph(spec=self.spec, notes=self.notes)
         for i, name in enumerate(self.names):
             attrs = {"name": name, "host": i < self.n_hosts}
             if self.coords is not None:
@@ -199,6 +222,8 @@ class Topology:
         }
         if self.coords is not None:
             d["coords"] = [list(c) for c in self.coords]
+        if self.notes:
+            d["notes"] = list(self.notes)
         return d
 
     @classmethod
@@ -207,21 +232,28 @@ class Topology:
             raise FormatError(f"{source}: not an {JSON_FORMAT} file (missing \"format\": \"{JSON_FORMAT}\")")
         try:
             hosts, switches = int(d["hosts"]), int(d.get("switches", 0))
+            if switches < 0:
+                raise FormatError(f"{source}: \"switches\" must be >= 0, got {switches}")
             links = d["links"]
             for i, link in enumerate(links):
-                if len(link) != 3:
-                    raise FormatError(f"{source}: links[{i}] must be [src, dst, capacity], got {link!r}")
-            arr = np.array([[l[0], l[1]] for l in links], dtype=np.int64).reshape(-1, 2)
+                if len(link) != 3 or any(isinstance(x, (bool, str)) for x in link):
+                    raise FormatError(f"{source}: links[{i}] must be [src, dst, capacity] numbers, got {link!r}")
+            ends = np.array([[l[0], l[1]] for l in links], dtype=float).reshape(-1, 2)
+            if not np.all(ends == np.round(ends)):
+                raise FormatError(f"{source}: link endpoints must be integers")
+            arr = ends.astype(np.int64)
             cap = np.array([l[2] for l in links], dtype=float)
-            names = d.get("names")
+            notes = d.get("notes", [])
+            if not isinstance(notes, list):
+                raise FormatError(f"{source}: \"notes\" must be a list of strings")
+            topo = cls.from_links(
+                str(d.get("spec", source)), hosts, arr, n_switches=switches, capacity=cap,
+                names=d.get("names"), coords=d.get("coords"), notes=notes, undirected=False,
+            )
         except FormatError:
             raise
         except (KeyError, TypeError, ValueError) as exc:
             raise FormatError(f"{source}: bad or missing field: {exc}") from None
-        topo = cls.from_links(
-            str(d.get("spec", source)), hosts, arr, n_switches=switches, capacity=cap,
-            names=names, coords=d.get("coords"), undirected=False,
-        )
         if topo.n_links != len(arr):
             raise FormatError(f"{source}: duplicate links or self-loops in \"links\"")
         return topo
@@ -231,12 +263,19 @@ class Topology:
         return atomic_write(path, json.dumps(self.to_json_dict(), indent=1) + "\n")
 
     @classmethod
+    def from_json_text(cls, text: str, source: str = "<json>") -> "Topology":
+        try:
+            d = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise FormatError(f"{source}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+        return cls.from_json_dict(d, source)
+
+    @classmethod
     def load(cls, path) -> "Topology":
+        """Read the JSON format (for edge lists too, use :func:`.files.load_topology_file`)."""
         path = Path(path)
         try:
-            d = json.loads(path.read_text())
-        except OSError as exc:
-            raise FormatError(f"cannot read {path}: {exc.strerror or exc}") from None
-        except json.JSONDecodeError as exc:
-            raise FormatError(f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
-        return cls.from_json_dict(d, str(path))
+            text = path.read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise FormatError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+        return cls.from_json_text(text, str(path))

@@ -44,6 +44,11 @@ def _args(pos: list[str], kw: dict[str, str], spec: str, names: list[str], keys:
     return ints, opts
 
 
+def _call(build, pos, kw, spec, names, keys=None):
+    ints, opts = _args(pos, kw, spec, names, keys)
+    return build(*ints, **opts)
+
+
 def _torus(pos, kw, spec):
     if len(pos) != 1 or kw:
         raise SpecError(f"{spec}: expected torus:K1xK2x..., e.g. torus:3x3x3")
@@ -71,6 +76,18 @@ FAMILIES: dict[str, Family] = {
         Family("torus", "torus:K1xK2x...", "torus:3x3x3", _torus),
         Family("petersen", "petersen", "petersen", lambda p, k, s: (_args(p, k, s, []), gen.petersen())[1]),
         Family("genkautz", "genkautz:N,d", "genkautz:64,4", lambda p, k, s: gen.genkautz(*_args(p, k, s, ["N", "d"])[0])),
+        Family("slimfly", "slimfly:q[,p=P]  (q prime power; p=0: routers are hosts)", "slimfly:5",
+               lambda p, k, s: _call(gen.slimfly, p, k, s, ["q"], {"p": 0})),
+        Family("xpander", "xpander:d,l[,seed=S]", "xpander:4,8,seed=1",
+               lambda p, k, s: _call(gen.xpander, p, k, s, ["d", "l"], {"seed": 0})),
+        Family("jellyfish", "jellyfish:N,d[,seed=S]", "jellyfish:64,4,seed=1",
+               lambda p, k, s: _call(gen.jellyfish, p, k, s, ["N", "d"], {"seed": 0})),
+        Family("dragonfly", "dragonfly:a,h,p  (p=0: routers are hosts)", "dragonfly:4,2,2",
+               lambda p, k, s: _call(gen.dragonfly, p, k, s, ["a", "h", "p"])),
+        Family("hyperx", "hyperx:S,L[,p=P]  (default p=1)", "hyperx:4,2,p=1",
+               lambda p, k, s: _call(gen.hyperx, p, k, s, ["S", "L"], {"p": 1})),
+        Family("fattree", "fattree:k,n  (k-ary n-tree)", "fattree:4,3",
+               lambda p, k, s: _call(gen.fattree, p, k, s, ["k", "n"])),
         Family("file", "file:PATH  (JSON topology or edge list)", "file:my.json", _file),
     ]
 }

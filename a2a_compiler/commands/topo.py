@@ -1,0 +1,83 @@
+"""``a2a topo SPEC``: build a topology, print its size, distances and bounds, optionally save it."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..topology.metrics import distance_bound, distance_stats, require_connected, thm1_lower_bound
+from ..topology.model import Topology
+from .common import add_topology_args, print_json, topology_from_args
+
+EPILOG = """\
+bounds (unit link capacities, unit demand per ordered host pair):
+  distance_bound_F       F <= sum of link capacities / sum of host-pair distances (Basu et al., known-values.md)
+  thm1_lower_bound_time  1/F >= (depth sum of a full d-ary arborescence on N nodes) / d, d = max out-degree
+                         (Basu et al. §5.4, Thm. 1); only for switchless, unit-capacity topologies
+"""
+
+
+def summary(topology: Topology) -> dict:
+    """The ``--json`` object: sizes, host degrees, distances over ordered host pairs, bounds."""
+    require_connected(topology)
+    stats = distance_stats(topology)
+    deg = topology.out_degree()[: topology.n_hosts]
+    return {
+        "spec": topology.spec,
+        "hosts": topology.n_hosts,
+        "switches": topology.n_switches,
+        "links": topology.n_links,
+        "directed": not topology.is_symmetric(),
+        "degree_min": int(deg.min()),
+        "degree_max": int(deg.max()),
+        "diameter": int(stats.diameter),
+        "mean_distance": stats.mean,
+        "distance_bound_F": distance_bound(topology, stats),
+        "thm1_lower_bound_time": thm1_lower_bound(topology),
+        "notes": list(topology.notes),
+    }
+
+
+def _human(s: dict) -> str:
+    kind = "arcs (directed)" if s["directed"] else f"links ({s['links'] // 2} cables)"
+    lines = [
+        f"topology   {s['spec']}",
+        f"nodes      {s['hosts']} hosts, {s['switches']} switches",
+        f"links      {s['links']} {kind}",
+        f"degree     host out-degree {s['degree_min']}..{s['degree_max']}",
+        f"distance   diameter {s['diameter']}, mean {s['mean_distance']:.4f} over ordered host pairs",
+        f"bound      F <= {s['distance_bound_F']:.6g} (distance bound; all-to-all time >= {1 / s['distance_bound_F']:.6g})",
+    ]
+    if s["thm1_lower_bound_time"] is not None:
+        lines.append(f"thm 1      all-to-all time 1/F >= {s['thm1_lower_bound_time']:.6g} (Basu et al. §5.4)")
+    lines += [f"note       {n}" for n in s["notes"]]
+    return "\n".join(lines)
+
+
+def run(args) -> int:
+    topology = topology_from_args(args)
+    s = summary(topology)
+    if args.save:
+        topology.save(args.save)
+    if args.json:
+        print_json(s)
+    else:
+        print(_human(s))
+        if args.save:
+            print(f"saved      {args.save}")
+    return 0
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "topo", help="build a topology and print its size, distances and bounds",
+        description="Build the topology SPEC (optionally punctured), print a summary, optionally save it as JSON.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_topology_args(p)
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object (spec, hosts, switches, links, degree_min, degree_max, diameter, "
+                        "mean_distance, distance_bound_F, thm1_lower_bound_time, ...) instead of the summary")
+    p.add_argument("--save", metavar="FILE",
+                   help="write the topology in the JSON topology format (docs/formats.md), atomically; "
+                        "load it back with file:FILE")
+    p.set_defaults(func=run)
