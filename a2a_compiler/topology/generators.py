@@ -216,6 +216,7 @@ def xpander(d: int, lift: int, seed: int = 0) -> Topology:
     spec = f"xpander:{d},{lift},seed={seed}"
     _require(d >= 2, "d", "must be >= 2", spec)
     _require(lift >= 1, "l", "must be >= 1", spec)
+    _require(seed >= 0, "seed", "must be >= 0", spec)
     _require((d + 1) * lift <= 100_000, "l", "must keep (d+1)*l <= 100000 hosts", spec)
     rng = np.random.default_rng(seed)
     a, b = np.triu_indices(d + 1, 1)
@@ -239,6 +240,7 @@ def jellyfish(n: int, d: int, seed: int = 0) -> Topology:
     _require(n >= 3, "N", "must be >= 3", spec)
     _require(2 <= d < n, "d", "must satisfy 2 <= d < N", spec)
     _require(n * d % 2 == 0, "N*d", "must be even (a d-regular graph has N*d/2 cables)", spec)
+    _require(seed >= 0, "seed", "must be >= 0", spec)
     rng = np.random.default_rng(seed)
     for _ in range(_MAX_TRIES):
         g = nx.random_regular_graph(d, n, seed=rng)

@@ -30,6 +30,8 @@ def puncture(topology: Topology, remove_links: int = 0, remove_nodes: int = 0, s
     """
     if remove_links < 0 or remove_nodes < 0:
         raise SpecError("--remove-links/--remove-nodes: K must be >= 0")
+    if seed < 0:
+        raise SpecError(f"--seed: must be >= 0, got {seed}")
     if remove_nodes > topology.n_hosts - 2:
         raise SpecError(f"--remove-nodes: K={remove_nodes} would leave fewer than 2 of the {topology.n_hosts} hosts")
     if not (remove_links or remove_nodes):

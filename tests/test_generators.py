@@ -1,0 +1,262 @@
+"""Generators and spec strings: every family of topologies.md, checked against its definition."""
+
+import itertools
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from a2a_compiler.errors import SpecError
+from a2a_compiler.topology import from_spec
+from a2a_compiler.topology import generators as gen
+from a2a_compiler.topology.gf import field, prime_power
+from a2a_compiler.topology.metrics import distance_stats
+
+
+def undirected(t):
+    """networkx Graph of the cables (asserts every link has its reverse)."""
+    assert t.is_symmetric()
+    return nx.Graph(t.to_networkx())
+
+
+def links_set(t):
+    return set(zip(t.src.tolist(), t.dst.tolist()))
+
+
+# ------------------------------------------------------------------ GF(q)
+def test_prime_power():
+    assert prime_power(9) == (3, 2)
+    assert prime_power(128) == (2, 7)
+    assert prime_power(19) == (19, 1)
+    assert prime_power(6) is None and prime_power(12) is None and prime_power(1) is None
+
+
+@pytest.mark.parametrize("q", [4, 8, 9, 16, 25])
+def test_gf_is_a_field(q):
+    F = field(q)
+    e = np.arange(q)
+    x, y, z = np.meshgrid(e, e, e, indexing="ij")
+    assert np.array_equal(F.mul[x, F.add[y, z]], F.add[F.mul[x, y], F.mul[x, z]])  # distributive
+    assert np.array_equal(F.mul[F.mul[x, y], z], F.mul[x, F.mul[y, z]])            # associative
+    assert np.array_equal(F.mul, F.mul.T) and np.array_equal(F.add, F.add.T)
+    assert np.all(F.mul[1:, 1:] != 0)                                               # no zero divisors
+    assert np.array_equal(F.add[F.sub, e[None, :]], np.broadcast_to(e[:, None], (q, q)))
+    assert sorted(F.powers.tolist()) == list(range(1, q))                           # ξ generates GF(q)*
+    # characteristic p: p * a = 0; not integers mod q
+    a = e.copy()
+    for _ in range(F.p - 1):
+        a = F.add[a, e]
+    assert np.all(a == 0)
+    assert not np.array_equal(F.mul, np.outer(e, e) % q)
+
+
+def test_gf4_and_gf9_tables():
+    F4 = field(4)  # x^2 + x + 1 over Z_2; element 2 = x, 3 = x + 1
+    assert F4.modulus == (1, 1)
+    assert F4.mul[2, 2] == 3 and F4.mul[2, 3] == 1 and F4.add[2, 3] == 1
+    F9 = field(9)  # x^2 + 1 over Z_3; element 3 = x, so x*x = -1 = 2
+    assert F9.modulus == (1, 0)
+    assert F9.mul[3, 3] == 2 and F9.primitive == 4
+
+
+# ---------------------------------------------------------- small families
+def test_complete_ring_bipartite_petersen():
+    k = from_spec("complete:8")
+    assert (k.n_hosts, k.n_links) == (8, 56) and set(k.out_degree()) == {7}
+    r = from_spec("ring:8")
+    assert r.n_links == 16 and distance_stats(r).diameter == 4
+    b = from_spec("bipartite:4")
+    assert b.n_hosts == 8 and set(b.out_degree()) == {4}
+    assert all((u < 4) != (v < 4) for u, v in links_set(b))
+    p = undirected(from_spec("petersen"))
+    assert nx.is_isomorphic(p, nx.petersen_graph())
+
+
+def test_hypercube():
+    t = from_spec("hypercube:4")
+    assert t.n_hosts == 16 and t.n_links == 64
+    assert all(bin(u ^ v).count("1") == 1 for u, v in links_set(t))
+    assert distance_stats(t).diameter == 4
+
+
+@pytest.mark.parametrize("d", [3, 4, 5])
+def test_twisted_hypercube(d):
+    t = from_spec(f"twisted-hypercube:{d}")
+    q = from_spec(f"hypercube:{d}")
+    assert set(t.out_degree()) == {d}
+    assert links_set(q) - links_set(t) == {(0, 1), (1, 0), (2, 3), (3, 2)}
+    assert links_set(t) - links_set(q) == {(0, 3), (3, 0), (1, 2), (2, 1)}
+    assert distance_stats(t).diameter == d - 1
+
+
+def test_torus_counts_and_small_dimensions():
+    t = from_spec("torus:3x3x3")
+    assert (t.n_hosts, t.n_links) == (27, 162) and set(t.out_degree()) == {6}
+    # node id is row-major over coordinates; neighbours differ by ±1 mod k in one dimension
+    for u, v in links_set(t):
+        diff = [(a - b) % 3 for a, b in zip(t.coords[u], t.coords[v])]
+        assert sorted(diff) == [0, 0, 1] or sorted(diff) == [0, 0, 2]
+    # a dimension of size 2 gives one cable, of size 1 none
+    t2 = from_spec("torus:2x3")
+    assert t2.n_links == 2 * (3 + 6) and set(t2.out_degree()) == {3}
+    t1 = from_spec("torus:1x5")
+    assert t1.n_links == 10 and set(t1.out_degree()) == {2}
+    assert distance_stats(from_spec("torus:4x4")).mean == pytest.approx(32 / 15)
+
+
+def test_genkautz_arcs_match_formula():
+    n, d = 64, 4
+    t = from_spec(f"genkautz:{n},{d}")
+    expect = {(i, (-d * i - j) % n) for i in range(n) for j in range(1, d + 1)}
+    expect = {(u, v) for u, v in expect if u != v}
+    assert links_set(t) == expect
+    assert not t.is_symmetric()
+    deg = t.out_degree()
+    loops = {i for i in range(n) for j in range(1, d + 1) if (-d * i - j) % n == i}
+    assert loops  # this instance has self-loops to drop
+    assert all(deg[i] == (d - 1 if i in loops else d) for i in range(n))
+
+
+# -------------------------------------------------------------- Slim Fly
+SLIMFLY_TABLE = [(5, 50, 7, 175, 1.8571), (7, 98, 11, 539, 1.8866), (11, 242, 17, 2057, 1.9295)]
+
+
+@pytest.mark.parametrize("q,nr,k,cables,mean", SLIMFLY_TABLE)
+def test_slimfly_table(q, nr, k, cables, mean):
+    t = from_spec(f"slimfly:{q}")
+    assert (t.n_hosts, t.n_switches, t.n_links) == (nr, 0, 2 * cables)
+    assert set(t.out_degree()) == {k}
+    s = distance_stats(t)
+    assert s.diameter == 2 and round(s.mean, 4) == mean
+    assert any("collapsed: routers are the hosts" in n for n in t.notes)
+
+
+def test_slimfly_5_is_hoffman_singleton():
+    g = undirected(from_spec("slimfly:5"))
+    assert g.number_of_nodes() == 50 and set(dict(g.degree()).values()) == {7}
+    assert nx.diameter(g) == 2 and nx.girth(g) == 5
+    assert nx.is_isomorphic(g, nx.hoffman_singleton_graph())
+
+
+@pytest.mark.parametrize("q,delta", [(3, -1), (4, 0), (8, 0), (9, 1), (13, 1), (16, 0)])
+def test_slimfly_every_delta_and_non_prime_q(q, delta):
+    assert q - 4 * round(q / 4) == delta
+    t = from_spec(f"slimfly:{q}")
+    assert t.n_hosts == 2 * q * q
+    assert set(t.out_degree()) == {(3 * q - delta) // 2}
+    assert distance_stats(t).diameter == 2
+
+
+def test_slimfly_hosts_on_routers():
+    t = from_spec("slimfly:5,p=4")
+    assert (t.n_hosts, t.n_switches) == (200, 50)
+    assert np.all(t.out_degree()[:200] == 1) and np.all(t.out_degree()[200:] == 7 + 4)
+    assert t.link_index(7, 200 + 7 // 4) >= 0
+    assert distance_stats(t).diameter == 4
+
+
+# ---------------------------------------------------------- random families
+def test_xpander_structure_and_determinism():
+    d, lift = 4, 8
+    t = from_spec(f"xpander:{d},{lift},seed=1")
+    assert t.n_hosts == (d + 1) * lift and set(t.out_degree()) == {d}
+    for a, b in itertools.combinations(range(d + 1), 2):  # one perfect matching per block pair
+        block = {(u, v) for u, v in links_set(t) if u // lift == a and v // lift == b}
+        assert len(block) == lift and len({u for u, _ in block}) == len({v for _, v in block}) == lift
+    assert all(u // lift != v // lift for u, v in links_set(t))
+    again = from_spec(f"xpander:{d},{lift},seed=1")
+    assert np.array_equal(t.src, again.src) and np.array_equal(t.dst, again.dst)
+    other = from_spec(f"xpander:{d},{lift},seed=2")
+    assert links_set(other) != links_set(t)
+
+
+def test_jellyfish_structure_and_determinism():
+    t = from_spec("jellyfish:64,4,seed=1")
+    assert t.n_hosts == 64 and set(t.out_degree()) == {4} and t.is_symmetric()
+    assert np.isfinite(distance_stats(t).diameter)
+    again = from_spec("jellyfish:64,4,seed=1")
+    assert np.array_equal(t.src, again.src) and np.array_equal(t.dst, again.dst)
+    assert links_set(from_spec("jellyfish:64,4,seed=2")) != links_set(t)
+    assert from_spec("jellyfish:64,4").spec == "jellyfish:64,4,seed=0"
+
+
+# ---------------------------------------------------------- router families
+def test_dragonfly_balanced_counts_and_global_links():
+    a, h, p = 4, 2, 2
+    t = from_spec(f"dragonfly:{a},{h},{p}")
+    g = a * h + 1
+    nr, nh = g * a, g * a * p
+    assert (t.n_hosts, t.n_switches) == (nh, nr)
+    cables = g * a * (a - 1) // 2 + g * (g - 1) // 2 + nh
+    assert t.n_links == 2 * cables
+    deg = t.out_degree()
+    assert np.all(deg[:nh] == 1) and np.all(deg[nh:] == (a - 1) + h + p)
+    group = lambda v: (v - nh) // a  # noqa: E731
+    between = [(group(u), group(v)) for u, v in links_set(t) if u >= nh and v >= nh and group(u) < group(v)]
+    assert sorted(between) == [(x, y) for x in range(g) for y in range(x + 1, g)]  # exactly one per pair
+    assert distance_stats(t).diameter == 5  # host, router, local, global, local, router, host
+    collapsed = from_spec("dragonfly:4,2,0")
+    assert (collapsed.n_hosts, collapsed.n_switches) == (nr, 0) and distance_stats(collapsed).diameter == 3
+
+
+def test_hyperx():
+    t = from_spec("hyperx:4,2,p=1")
+    assert (t.n_hosts, t.n_switches) == (16, 16)
+    assert np.all(t.out_degree()[16:] == 2 * 3 + 1)
+    assert distance_stats(t).diameter == 2 + 2
+    r = from_spec("hyperx:3,3,p=0")
+    assert nx.is_isomorphic(undirected(r), nx.Graph(nx.cartesian_product(
+        nx.cartesian_product(nx.complete_graph(3), nx.complete_graph(3)), nx.complete_graph(3))))
+    assert from_spec("hyperx:4,2").n_hosts == 16  # default p=1
+
+
+@pytest.mark.parametrize("k,n", [(2, 3), (4, 3), (3, 2)])
+def test_fattree_k_ary_n_tree(k, n):
+    t = from_spec(f"fattree:{k},{n}")
+    nh, per = k**n, k ** (n - 1)
+    assert (t.n_hosts, t.n_switches) == (nh, n * per)
+    assert t.n_links == 2 * n * nh  # k^n host cables + (n-1) levels of k^n up-cables
+    deg = t.out_degree()
+    assert np.all(deg[:nh] == 1)
+    assert np.all(deg[nh:nh + (n - 1) * per] == 2 * k) and np.all(deg[nh + (n - 1) * per:] == k)
+    assert all(t.link_index(j, nh + j // k) >= 0 for j in range(nh))
+    # Def. 1: switches at levels r, r+1 linked iff their digits agree except digit r
+    for u, v in links_set(t):
+        if nh <= u < v:
+            r, i, j = (u - nh) // per, (u - nh) % per, (v - nh) % per
+            assert (v - nh) // per == r + 1
+            assert all((i // k**m) % k == (j // k**m) % k for m in range(n - 1) if m != r)
+    assert distance_stats(t).diameter == 2 * n
+
+
+# ------------------------------------------------------------- bad specs
+@pytest.mark.parametrize("spec,message", [
+    ("slimfly:6", "slimfly:6: parameter q must be a prime power"),
+    ("slimfly:2", "parameter q must be a prime power q = 4w + δ"),
+    ("torus:0x3", "torus:0x3: parameter k1 must be >= 1"),
+    ("torus:3xax3", "parameter k2 must be an integer, got 'a'"),
+    ("genkautz:5,0", "genkautz:5,0: parameter d must be >= 1"),
+    ("genkautz:5", "expected N,d, got 1 positional parameter(s)"),
+    ("jellyfish:9,3", "parameter N*d must be even"),
+    ("xpander:4,8,seed=-1", "parameter seed must be >= 0"),
+    ("hyperx:4,2,q=1", "unknown option(s) q; allowed: p"),
+    ("fattree:1,3", "fattree:1,3: parameter k must be >= 2"),
+    ("dragonfly:4,2", "expected a,h,p"),
+    ("mesh:3", "unknown topology family 'mesh'"),
+])
+def test_bad_specs(spec, message):
+    with pytest.raises(SpecError) as exc:
+        from_spec(spec)
+    assert message in str(exc.value)
+
+
+def test_unknown_family_lists_families():
+    with pytest.raises(SpecError) as exc:
+        from_spec("mesh:3")
+    for name in ["slimfly:q", "dragonfly:a,h,p", "fattree:k,n", "file:PATH", "torus:K1xK2x..."]:
+        assert name in str(exc.value)
+
+
+def test_generator_functions_match_specs():
+    assert links_set(gen.slimfly(7)) == links_set(from_spec("slimfly:7"))
+    assert gen.hyperx(3, 2, p=0).spec == "hyperx:3,2,p=0"
