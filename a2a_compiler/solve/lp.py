@@ -18,6 +18,15 @@ from ..errors import A2AError
 
 INF = highspy.kHighsInf
 
+#: HiGHS option sets behind each ``--solver`` name.
+SOLVERS = {
+    "auto": {"solver": "choose"},
+    "simplex": {"solver": "simplex"},
+    "ipm": {"solver": "ipm", "run_crossover": "off", "presolve": "off"},
+    "ipm-crossover": {"solver": "ipm", "run_crossover": "on"},
+    "pdlp": {"solver": "pdlp"},
+}
+
 
 @dataclass(frozen=True, eq=False)
 class LPResult:
@@ -48,10 +57,15 @@ def solve_lp(
 ) -> LPResult:
     """Solve ``min/max c·x  s.t.  row_lower <= A x <= row_upper, col_lower <= x <= col_upper``.
 
-    ``solver`` is a HiGHS ``solver`` option: ``"simplex"``, ``"ipm"``, ``"pdlp"`` or
-    ``"auto"`` (HiGHS chooses).  Extra HiGHS options go in ``options``.  Raises
-    :class:`A2AError` unless HiGHS reports an optimal model.
+    ``solver`` is one of :data:`SOLVERS`: ``"simplex"`` (dual simplex, a vertex),
+    ``"ipm"`` (interior point *without* crossover or presolve, whose postsolve spoils
+    interior duals: fast, duals and primal accurate
+    to ~1e-8, callers certify and repair), ``"ipm-crossover"``, ``"pdlp"``
+    (first-order, low memory) or ``"auto"`` (HiGHS chooses).  Extra HiGHS options
+    go in ``options``.  Raises :class:`A2AError` unless HiGHS reports an optimal model.
     """
+    if solver not in SOLVERS:
+        raise A2AError(f"unknown LP solver {solver!r}; choose one of {', '.join(SOLVERS)}")
     A = sp.csc_array(A)
     A.sort_indices()
     n_row, n_col = A.shape
@@ -63,7 +77,8 @@ def solve_lp(
 
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
-    h.setOptionValue("solver", solver if solver != "auto" else "choose")
+    for key, value in SOLVERS[solver].items():
+        h.setOptionValue(key, value)
     if time_limit is not None:
         h.setOptionValue("time_limit", float(time_limit))
     for key, value in (options or {}).items():

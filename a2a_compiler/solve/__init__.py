@@ -1,0 +1,50 @@
+"""Stage 3: flow solvers (Basu et al. §3) behind one entry point, :func:`solve`.
+
+========== ==============================================================
+method     what it computes
+========== ==============================================================
+mcf        per-commodity link LP, eqs. 1–5 (exact reference)
+mcf-decomp master LP over source-grouped flows, eqs. 6–9, + exact per-source
+           decomposition (or child LPs, eqs. 10–14); parallel per source
+pmcf       path LP, eqs. 21–24, over candidate path sets (disjoint/shortest/ksp)
+mcf-extp   link MCF then widest-path extraction, §3.2.1
+tsmcf      time-stepped MCF, eqs. 15–20 (:mod:`a2a_compiler.solve.tsmcf`)
+========== ==============================================================
+
+Every method returns a :class:`FlowSolution` with per-unit-demand flows on the
+base topology, a certified ``F`` and a dual upper bound.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from ..errors import A2AError
+from ..fabric import Fabric
+from ..topology.model import Topology
+from .result import FlowSolution, WeightedPath
+
+#: method name -> (module, function); modules are imported on first use.
+METHODS = {
+    "mcf": ("mcf", "mcf"),
+    "mcf-decomp": ("decomp", "mcf_decomp"),
+    "pmcf": ("pmcf", "pmcf"),
+    "mcf-extp": ("widest_paths", "mcf_extp"),
+    "tsmcf": ("tsmcf", "tsmcf"),
+}
+
+
+def solve(topology: Topology, fabric: Fabric | None = None, method: str = "mcf-decomp", **options) -> FlowSolution:
+    """Solve the all-to-all flow problem on ``topology`` under ``fabric`` with ``method``.
+
+    ``options`` go to the method's function (e.g. ``solver=``, ``workers=``,
+    ``paths=``, ``progress=``); see each module.
+    """
+    if method not in METHODS:
+        raise A2AError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    module, name = METHODS[method]
+    func = getattr(importlib.import_module(f".{module}", __package__), name)
+    return func(topology, fabric or Fabric(), **options)
+
+
+__all__ = ["solve", "METHODS", "FlowSolution", "WeightedPath"]
