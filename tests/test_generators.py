@@ -243,6 +243,8 @@ def test_fattree_k_ary_n_tree(k, n):
     ("fattree:1,3", "fattree:1,3: parameter k must be >= 2"),
     ("dragonfly:4,2", "expected a,h,p"),
     ("mesh:3", "unknown topology family 'mesh'"),
+    ("complete:100000", "complete:100000: parameter N must be >= 2 with N*(N-1) <= 20000000"),
+    ("slimfly:19,p=200", "parameter p must be >= 0 with 2q^2*max(p,1) <= 100000"),
 ])
 def test_bad_specs(spec, message):
     with pytest.raises(SpecError) as exc:

@@ -124,7 +124,6 @@ def test_edge_list_integer_names_and_directed():
     ("a b\ndirected\n", "line 2: 'directed' must come before the first link line"),
     ("switch\n", "line 1: 'switch' needs at least one node name"),
     ("# nothing\n", "no link lines"),
-    ("switch s\na s\n", "needs at least 2 hosts"),
 ])
 def test_edge_list_errors(text, message):
     with pytest.raises(FormatError) as exc:
@@ -141,6 +140,17 @@ def test_disconnected_file_is_refused(tmp_path):
     one_way.write_text("directed\na b\nb c\n")
     with pytest.raises(DisconnectedError):
         load_topology_file(one_way)
+
+
+def test_too_few_hosts(tmp_path):
+    path = tmp_path / "one.txt"
+    path.write_text("switch s\na s\n")
+    with pytest.raises(FormatError, match="needs at least 2 hosts \\(non-switch nodes\\), found 1"):
+        load_topology_file(path)
+    path = tmp_path / "one.json"
+    path.write_text('{"format": "a2a-topology", "hosts": 1, "links": []}')
+    with pytest.raises(FormatError, match="found 1"):
+        load_topology_file(path)
 
 
 def test_file_spec_and_missing_file(tmp_path):

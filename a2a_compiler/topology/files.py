@@ -80,8 +80,6 @@ def parse_edge_list(text: str, source: str = "<edge list>") -> Topology:
         hosts.sort(key=int)
     order = hosts + [name for name in seen if name in switches]
     index = {name: i for i, name in enumerate(order)}
-    if len(hosts) < 2:
-        raise FormatError(f"{source}: needs at least 2 hosts (non-switch nodes), found {len(hosts)}")
     return Topology.from_links(
         f"file:{source}", len(hosts), [(index[u], index[v]) for u, v, _ in links],
         n_switches=len(order) - len(hosts), capacity=[c for _, _, c in links], names=order,
@@ -105,5 +103,7 @@ def load_topology_file(path) -> Topology:
         topo = Topology.from_json_text(text, str(path))
     else:
         topo = parse_edge_list(text, str(path))
+    if topo.n_hosts < 2:
+        raise FormatError(f"{path}: needs at least 2 hosts (non-switch nodes), found {topo.n_hosts}")
     require_connected(topo)
     return topo

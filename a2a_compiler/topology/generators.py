@@ -19,6 +19,11 @@ from .gf import field, prime_power
 from .model import Topology
 
 
+#: Size limits that keep a typo from exhausting memory (the flow solvers need far less).
+MAX_NODES = 100_000
+MAX_LINKS = 20_000_000
+
+
 def _require(cond: bool, param: str, rule: str, spec: str) -> None:
     if not cond:
         raise SpecError(f"{spec}: parameter {param} {rule}")
@@ -27,7 +32,7 @@ def _require(cond: bool, param: str, rule: str, spec: str) -> None:
 def complete(n: int) -> Topology:
     """Complete graph K_n: every ordered pair of hosts is linked."""
     spec = f"complete:{n}"
-    _require(n >= 2, "N", "must be >= 2", spec)
+    _require(2 <= n and n * (n - 1) <= MAX_LINKS, "N", f"must be >= 2 with N*(N-1) <= {MAX_LINKS}", spec)
     i, j = np.triu_indices(n, 1)
     return Topology.from_links(spec, n, np.stack([i, j], 1))
 
@@ -35,7 +40,7 @@ def complete(n: int) -> Topology:
 def ring(n: int) -> Topology:
     """Bidirectional ring C_n (n >= 3)."""
     spec = f"ring:{n}"
-    _require(n >= 3, "N", "must be >= 3", spec)
+    _require(3 <= n <= MAX_NODES, "N", f"must be in 3..{MAX_NODES}", spec)
     i = np.arange(n)
     return Topology.from_links(spec, n, np.stack([i, (i + 1) % n], 1))
 
@@ -43,7 +48,7 @@ def ring(n: int) -> Topology:
 def complete_bipartite(n: int) -> Topology:
     """Complete bipartite K_{n,n}: hosts 0..n-1 on one side, n..2n-1 on the other."""
     spec = f"bipartite:{n}"
-    _require(n >= 1, "n", "must be >= 1", spec)
+    _require(1 <= n and 2 * n * n <= MAX_LINKS, "n", f"must be >= 1 with 2n^2 <= {MAX_LINKS}", spec)
     i, j = np.meshgrid(np.arange(n), np.arange(n, 2 * n), indexing="ij")
     return Topology.from_links(spec, 2 * n, np.stack([i.ravel(), j.ravel()], 1))
 
@@ -87,7 +92,7 @@ def torus(dims: tuple[int, ...]) -> Topology:
     for m, k in enumerate(dims):
         _require(k >= 1, f"k{m + 1}", "must be >= 1", spec)
     n = int(np.prod(dims))
-    _require(n >= 2, "dims", "must give at least 2 hosts", spec)
+    _require(2 <= n <= MAX_NODES, "dims", f"must give 2..{MAX_NODES} hosts", spec)
     coords = np.array(list(itertools.product(*[range(k) for k in dims])), dtype=np.int64)
     strides = np.array([int(np.prod(dims[m + 1:])) for m in range(len(dims))], dtype=np.int64)
     pairs = []
@@ -118,6 +123,7 @@ def genkautz(n: int, d: int) -> Topology:
     _require(n >= 2, "N", "must be >= 2", spec)
     _require(d >= 1, "d", "must be >= 1", spec)
     _require(d < n, "d", "must be < N", spec)
+    _require(n <= MAX_NODES and n * d <= MAX_LINKS, "N", f"must be <= {MAX_NODES} with N*d <= {MAX_LINKS}", spec)
     i = np.repeat(np.arange(n), d)
     j = np.tile(np.arange(1, d + 1), n)
     return Topology.from_links(spec, n, np.stack([i, (-d * i - j) % n], 1), undirected=False)
@@ -132,7 +138,7 @@ def _hosts_on_routers(spec: str, n_routers: int, router_pairs, p: int, router_na
     """
     pairs = np.asarray(router_pairs, dtype=np.int64).reshape(-1, 2)
     if p == 0:
-        notes = (f"collapsed: routers are the hosts (p=0); use p=P to attach P hosts per router",) + tuple(notes)
+        notes = ("collapsed: routers are the hosts (p=0); use p=P to attach P hosts per router",) + tuple(notes)
         return Topology.from_links(spec, n_routers, pairs, names=router_names, notes=notes)
     nh = p * n_routers
     hosts = np.arange(nh)
@@ -159,7 +165,7 @@ def slimfly(q: int, p: int = 0) -> Topology:
     spec = f"slimfly:{q}" + (f",p={p}" if p else "")
     _require(3 <= q <= 128 and prime_power(q) is not None and q % 4 != 2, "q",
              f"must be a prime power q = 4w + δ with δ in {{-1, 0, 1}}, 3 <= q <= 128, got {q}", spec)
-    _require(p >= 0, "p", "must be >= 0", spec)
+    _require(0 <= p and 2 * q * q * max(p, 1) <= MAX_NODES, "p", f"must be >= 0 with 2q^2*max(p,1) <= {MAX_NODES}", spec)
     F = field(q)
     w, delta = (q + 1) // 4, q - 4 * ((q + 1) // 4)
     if delta == 1:
@@ -188,6 +194,7 @@ def slimfly(q: int, p: int = 0) -> Topology:
 
 
 def _poly_str(F) -> str:
+    """The field's modulus as text, e.g. ``x^3 + x + 1``."""
     terms = [f"x^{F.n}"] + [
         ("" if c == 1 and k else str(c)) + ("x" if k == 1 else f"x^{k}" if k else "")
         for k, c in reversed(list(enumerate(F.modulus))) if c
@@ -217,7 +224,7 @@ def xpander(d: int, lift: int, seed: int = 0) -> Topology:
     _require(d >= 2, "d", "must be >= 2", spec)
     _require(lift >= 1, "l", "must be >= 1", spec)
     _require(seed >= 0, "seed", "must be >= 0", spec)
-    _require((d + 1) * lift <= 100_000, "l", "must keep (d+1)*l <= 100000 hosts", spec)
+    _require((d + 1) * lift <= MAX_NODES, "l", f"must keep (d+1)*l <= {MAX_NODES} hosts", spec)
     rng = np.random.default_rng(seed)
     a, b = np.triu_indices(d + 1, 1)
     i = np.arange(lift)
@@ -238,7 +245,8 @@ def jellyfish(n: int, d: int, seed: int = 0) -> Topology:
     """
     spec = f"jellyfish:{n},{d},seed={seed}"
     _require(n >= 3, "N", "must be >= 3", spec)
-    _require(2 <= d < n, "d", "must satisfy 2 <= d < N", spec)
+    _require(n <= MAX_NODES, "N", f"must be <= {MAX_NODES}", spec)
+    _require(2 <= d < n and n * d <= MAX_LINKS, "d", f"must satisfy 2 <= d < N and N*d <= {MAX_LINKS}", spec)
     _require(n * d % 2 == 0, "N*d", "must be even (a d-regular graph has N*d/2 cables)", spec)
     _require(seed >= 0, "seed", "must be >= 0", spec)
     rng = np.random.default_rng(seed)
@@ -266,7 +274,7 @@ def dragonfly(a: int, h: int, p: int) -> Topology:
     _require(h >= 1, "h", "must be >= 1", spec)
     _require(p >= 0, "p", "must be >= 0", spec)
     g = a * h + 1
-    _require(g * a <= 100_000, "a,h", "must keep (a*h+1)*a <= 100000 routers", spec)
+    _require(g * a * max(p, 1) <= MAX_NODES, "a,h,p", f"must keep (a*h+1)*a*max(p,1) <= {MAX_NODES} nodes", spec)
     grp = np.arange(g)
     li, lj = np.triu_indices(a, 1)
     local = np.stack([(grp[:, None] * a + li).ravel(), (grp[:, None] * a + lj).ravel()], 1)
@@ -289,7 +297,8 @@ def hyperx(s: int, dims: int, p: int = 1) -> Topology:
     _require(s >= 2, "S", "must be >= 2", spec)
     _require(dims >= 1, "L", "must be >= 1", spec)
     _require(p >= 0, "p", "must be >= 0", spec)
-    _require(s**dims <= 100_000, "S,L", "must keep S^L <= 100000 routers", spec)
+    _require(s**dims * max(p, 1) <= MAX_NODES and s**dims * dims * (s - 1) <= MAX_LINKS, "S,L",
+             f"must keep S^L*max(p,1) <= {MAX_NODES} nodes and S^L*L*(S-1) <= {MAX_LINKS} links", spec)
     n = s**dims
     pts = np.array(list(itertools.product(range(s), repeat=dims)), dtype=np.int64).reshape(n, dims)
     weights = s ** np.arange(dims - 1, -1, -1)
@@ -316,7 +325,7 @@ def fattree(k: int, n: int) -> Topology:
     spec = f"fattree:{k},{n}"
     _require(k >= 2, "k", "must be >= 2", spec)
     _require(n >= 1, "n", "must be >= 1", spec)
-    _require(k**n <= 100_000, "k,n", "must keep k^n <= 100000 hosts", spec)
+    _require(k**n <= MAX_NODES, "k,n", f"must keep k^n <= {MAX_NODES} hosts", spec)
     nh, per = k**n, k ** (n - 1)
     idx = np.arange(per)
     pairs = [np.stack([np.arange(nh), nh + np.arange(nh) // k], 1)]

@@ -62,7 +62,7 @@ class DistanceStats:
 
     @property
     def mean(self) -> float:
-        return self.total / self.pairs
+        return self.total / self.pairs if self.pairs else 0.0
 
 
 def distance_stats(topology: Topology) -> DistanceStats:
@@ -72,6 +72,8 @@ def distance_stats(topology: Topology) -> DistanceStats:
     thousands of hosts costs one BFS per router.
     """
     nh = topology.n_hosts
+    if nh < 2:
+        return DistanceStats(0.0, 0.0, 0)
     _, inv, o, d = _point_distances(topology)
     count = np.bincount(inv)
     off = np.bincount(inv, weights=o) / count          # offset is a property of the point
@@ -79,8 +81,6 @@ def distance_stats(topology: Topology) -> DistanceStats:
     np.fill_diagonal(full, 2 * off)                     # distinct hosts sharing a point
     weight = count[:, None] * count[None, :] - np.diag(count)
     present = weight > 0
-    if nh < 2:
-        return DistanceStats(0.0, 0.0, 0)
     return DistanceStats(float(full[present].max()), float((full[present] * weight[present]).sum()), nh * (nh - 1))
 
 

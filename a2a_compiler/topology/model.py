@@ -243,6 +243,8 @@ class Topology:
                 raise FormatError(f"{source}: link endpoints must be integers")
             arr = ends.astype(np.int64)
             cap = np.array([l[2] for l in links], dtype=float)
+            if not isinstance(d.get("names", []), list):
+                raise FormatError(f"{source}: \"names\" must be a list of strings")
             notes = d.get("notes", [])
             if not isinstance(notes, list):
                 raise FormatError(f"{source}: \"notes\" must be a list of strings")

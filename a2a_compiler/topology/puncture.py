@@ -18,7 +18,8 @@ def puncture(topology: Topology, remove_links: int = 0, remove_nodes: int = 0, s
     """Remove ``remove_nodes`` random hosts, then ``remove_links`` random cables.
 
     * A cable is both directions ``u->v`` and ``v->u``; a topology in which some
-      link lacks its reverse (a directed graph such as GenKautz) loses single arcs.
+      link lacks a reverse of equal capacity (a directed graph such as GenKautz)
+      loses single arcs.
       Cables to switches count too.
     * Removed hosts take their links with them; the remaining hosts keep their
       relative order and are renumbered ``0 ..`` (hosts first), switches follow.
