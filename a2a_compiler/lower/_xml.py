@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from lxml import etree
 
 from ..errors import FormatError
@@ -80,3 +82,9 @@ def serialize(root) -> bytes:
     """Two-space indented XML, no declaration, trailing newline (MSCCL-executor safe)."""
     etree.indent(root, space="  ")
     return etree.tostring(root, encoding="ascii", xml_declaration=False) + b"\n"
+
+
+def program_name(schedule, name: str | None) -> str:
+    """``name`` or ``<spec>-<method>``, restricted to characters every tokenizer accepts."""
+    raw = name if name is not None else f"{schedule.spec}-{schedule.method}"
+    return re.sub(r"[^A-Za-z0-9._:,=+-]", "_", raw)

@@ -6,9 +6,10 @@
 
 from __future__ import annotations
 
+from ..chunk.ir import PathSchedule
 from ..errors import FormatError
 from ..io import parse_xml
-from ._xml import attr_int, attr_ints, attr_str, children, element, expect_root, serialize, where
+from ._xml import attr_int, attr_ints, attr_str, children, element, expect_root, program_name, serialize, where
 from .programs import MpiPathProgram, PathSend
 
 ROOT = "mpi_paths"
@@ -74,3 +75,18 @@ def mpi_paths_to_xml(program: MpiPathProgram) -> bytes:
             ("route", " ".join(map(str, s.nodes))), ("chunks", " ".join(map(str, s.chunks))),
         ])
     return serialize(root)
+
+
+# ------------------------------------------------------------------ lowering
+
+
+def lower_mpi_paths(schedule: PathSchedule, name: str | None = None) -> MpiPathProgram:
+    """Lower a routed schedule to the MPI path format (Basu et al. §4 "Path-based Schedules").
+
+    One ``send`` per route, grouped by source and ordered by (dst, route_id);
+    route ids, layers and node sequences are kept as the chunking stage chose them.
+    """
+    sends = tuple(PathSend(r.src, r.dst, r.route_id, r.layer, tuple(r.nodes), tuple(sorted(r.chunks)))
+                  for r in sorted(schedule.routes, key=lambda r: (r.src, r.dst, r.route_id)))
+    return MpiPathProgram(program_name(schedule, name), schedule.n_ranks, schedule.n_nodes,
+                          schedule.chunks_per_shard, sends)

@@ -6,9 +6,11 @@
 
 from __future__ import annotations
 
+from ..chunk.ir import LinkSchedule
 from ..errors import FormatError
 from ..io import parse_xml
-from ._xml import attr_int, attr_str, children, element, expect_root, serialize, where
+from ._xml import attr_int, attr_str, children, element, expect_root, program_name, serialize, where
+from .placement import place
 from .programs import OnecclOp, OnecclProgram, OnecclRank
 
 ROOT = "oneccl_algo"
@@ -123,3 +125,31 @@ def oneccl_to_xml(program: OnecclProgram) -> bytes:
                     element(se, "recv", [("peer", o.peer), ("buf", o.dstbuf), ("off", o.dstoff), ("cnt", o.cnt)])
             element(re_, "sync", [("after", t)])
     return serialize(root)
+
+
+# ------------------------------------------------------------------ lowering
+
+
+def lower_oneccl(schedule: LinkSchedule, name: str | None = None) -> OnecclProgram:
+    """Lower a time-stepped link schedule to oneCCL-style XML (Basu et al. §4).
+
+    Step ``t`` of the schedule is step ``t`` of every rank: at step 0 the self
+    shard is copied ``i -> o``; each run of
+    :func:`~a2a_compiler.lower.placement.place` (chunks contiguous on both
+    sides) becomes a ``send`` on the sender and a ``recv`` on the receiver, in
+    the same order, so the k-th send matches the k-th receive.  Relayed chunks
+    land in fresh scratch slots and are sent from there in a later step.
+    """
+    pl = place(schedule)
+    n, c = schedule.n_ranks, schedule.chunks_per_shard
+    nsteps = max(1, len(schedule.steps))
+    ops = [[[] for _ in range(nsteps)] for _ in range(n)]
+    for cp in pl.copies:
+        ops[cp.rank][0].append(OnecclOp("copy", -1, "i", cp.off, "o", cp.off, cp.cnt))
+    recvs = [[[] for _ in range(nsteps)] for _ in range(n)]
+    for r in pl.runs:
+        ops[r.src][r.step].append(OnecclOp("send", r.dst, r.srcbuf, r.srcoff, "", -1, r.cnt))
+        recvs[r.dst][r.step].append(OnecclOp("recv", r.src, "", -1, r.dstbuf, r.dstoff, r.cnt))
+    ranks = tuple(OnecclRank(g, n * c, n * c, pl.scratch[g], tuple(tuple(a + b) for a, b in zip(ops[g], recvs[g])))
+                  for g in range(n))
+    return OnecclProgram(program_name(schedule, name), n, c, nsteps, ranks)

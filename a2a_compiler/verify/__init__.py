@@ -1,0 +1,156 @@
+"""Stage 6: verify a lowered schedule (MSCCL XML, oneCCL-style XML or MPI path XML).
+
+:func:`verify_bytes` runs every pass that applies to the file's format and
+collects the results in a :class:`Report`:
+
+=================== ================================================ =========================
+check               what                                              module
+=================== ================================================ =========================
+executor rules      MSCCL lexical form, attributes, ids, limits       :mod:`.msccl_rules`
+data movement       symbolic execution: output = all-to-all transpose :mod:`.simulate`
+deadlock freedom    wait-for analysis with 8-slot FIFOs (MSCCL)       :mod:`.simulate`
+topology            every transfer / route hop is a real link         :mod:`.topology_check`
+performance         predicted time, ratio to the LP optimum           :mod:`.performance`
+=================== ================================================ =========================
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+
+from ..fabric import Fabric
+from ..io import parse_xml, read_bytes
+from ..lower import FORMATS
+from ..topology.model import Topology
+from . import msccl_rules, performance, simulate, topology_check
+
+CHECKS = ("executor rules", "data movement", "deadlock freedom", "topology")
+
+
+@dataclass
+class Report:
+    source: str
+    format: str
+    ranks: int
+    chunks_per_shard: int
+    errors: dict[str, list[str]] = field(default_factory=lambda: {c: [] for c in CHECKS})
+    skipped: dict[str, str] = field(default_factory=dict)   # check -> why it did not run
+    warnings: list[str] = field(default_factory=list)
+    perf: performance.Performance | None = None
+    lp_time: float | None = None
+    topology: str | None = None
+    summary: str = ""
+
+    @property
+    def valid(self) -> bool:
+        return not any(self.errors.values())
+
+    def messages(self) -> list[str]:
+        return [f"{check}: {m}" for check in CHECKS for m in self.errors[check]]
+
+    def to_json(self) -> dict:
+        p = self.perf
+        return {
+            "valid": self.valid,
+            "source": self.source,
+            "format": self.format,
+            "ranks": self.ranks,
+            "chunks_per_shard": self.chunks_per_shard,
+            "summary": self.summary,
+            "checks": {c: ("skipped: " + self.skipped[c] if c in self.skipped else
+                           "fail" if self.errors[c] else "pass") for c in CHECKS},
+            "errors": self.messages(),
+            "warnings": list(self.warnings),
+            "predicted_time": None if p is None else p.predicted_time,
+            "bandwidth_time": None if p is None else p.bandwidth_time,
+            "level_times": None if p is None else list(p.level_times),
+            "topology": self.topology,
+            "lp_time": self.lp_time,
+            "ratio_to_lp": None if p is None or not self.lp_time else p.predicted_time / self.lp_time,
+        }
+
+
+def verify_file(path: str | os.PathLike, topology: Topology | None = None, fabric: Fabric | None = None,
+                lp: bool = True) -> Report:
+    """Read ``path`` and :func:`verify_bytes` it."""
+    return verify_bytes(read_bytes(path), str(path), topology, fabric, lp)
+
+
+def verify_bytes(data: bytes, source: str = "<xml>", topology: Topology | None = None,
+                 fabric: Fabric | None = None, lp: bool = True) -> Report:
+    """Run every check that applies to the file's format.
+
+    Unreadable input (malformed XML, an unknown root, hostile constructs, bad
+    integers) raises :class:`~a2a_compiler.errors.FormatError`; every schedule
+    problem is recorded in the returned :class:`Report`.  With a ``topology``,
+    transfers must use its links, predicted times use its capacities and, with
+    ``lp``, the LP optimum (``1/F`` of the MCF on ``topology`` under ``fabric``)
+    is computed for comparison.
+    """
+    fabric = fabric or Fabric()
+    root = parse_xml(data, source)
+    fmt = next((name for name, (tag, _, _) in FORMATS.items() if tag == root.tag), None)
+    if fmt is None:
+        from ..lower import parse_program
+
+        parse_program(data, source)  # raises the standard "unknown schedule format" error
+    program = FORMATS[fmt][1](root, source)
+    caps = None if topology is None else topology_check.link_capacities(topology)
+    hc = fabric.host_capacity if fabric.link_bw is not None else math.inf
+    if fmt == "msccl":
+        report = Report(source, fmt, program.ngpus, program.nchunksperloop // max(program.ngpus, 1))
+        rules = report.errors["executor rules"]
+        rules += msccl_rules.check_lexical(data)
+        rules += msccl_rules.check_attributes(root)
+        errs, report.warnings, sound = msccl_rules.check_rules(program)
+        rules += errs
+        tbs = sum(len(g.tbs) for g in program.gpus)
+        steps = sum(len(t.steps) for g in program.gpus for t in g.tbs)
+        report.summary = (f"{program.ngpus} gpus, {report.chunks_per_shard} chunk(s) per peer, "
+                          f"{program.nchannels} channel(s), {tbs} thread blocks, {steps} steps, proto {program.proto}")
+        if not sound:
+            why = "the program breaks structural executor rules (see above)"
+            report.skipped = dict.fromkeys(("data movement", "deadlock freedom", "topology"), why)
+            return report
+        trace = simulate.simulate_msccl(program)
+        for m in trace.errors:
+            report.errors["deadlock freedom" if m.startswith("deadlock") else "data movement"].append(m)
+        perf = lambda: performance.stepped_time(trace.moves, trace.chunks_per_shard, caps, hc)
+    elif fmt == "oneccl":
+        report = Report(source, fmt, program.nranks, program.chunks_per_shard)
+        report.skipped["executor rules"] = "MSCCL only"
+        report.skipped["deadlock freedom"] = "matched asynchronous operations and a local wait-all per step"
+        trace = simulate.simulate_oneccl(program)
+        report.errors["data movement"] += trace.errors
+        ops = sum(len(s) for r in program.ranks for s in r.steps)
+        report.summary = (f"{program.nranks} ranks, {program.chunks_per_shard} chunk(s) per shard, "
+                          f"{program.nsteps} steps, {ops} operations, "
+                          f"{sum(r.s_chunks for r in program.ranks)} scratch chunks")
+        perf = lambda: performance.stepped_time(trace.moves, trace.chunks_per_shard, caps, hc)
+    else:
+        report = Report(source, fmt, program.nranks, program.chunks_per_shard)
+        report.skipped["executor rules"] = "MSCCL only"
+        report.skipped["deadlock freedom"] = "routes are independent end-to-end transfers"
+        trace = simulate.check_paths(program)
+        report.errors["data movement"] += trace.errors
+        report.summary = (f"{program.nranks} ranks, {program.nnodes} nodes, {program.chunks_per_shard} chunk(s) "
+                          f"per shard, {len(program.sends)} routes")
+        perf = lambda: performance.routed_time(program, caps, fabric.host_capacity if fabric.link_bw else math.inf)
+    if topology is None:
+        report.skipped["topology"] = "no --topology given"
+    else:
+        report.topology = topology.spec
+        terr = report.errors["topology"]
+        terr += topology_check.check_ranks(report.ranks, topology)
+        if fmt == "mpi":
+            terr += topology_check.check_routes(program, topology)
+        else:
+            terr += topology_check.check_moves(trace.moves, topology, "gpu" if fmt == "msccl" else "rank")
+    report.perf = perf()
+    if topology is not None and lp and not report.errors["topology"]:
+        from ..solve import solve
+
+        report.lp_time = 1.0 / solve(topology, fabric, "mcf-decomp").concurrent_flow
+    return report

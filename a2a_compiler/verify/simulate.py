@@ -1,0 +1,378 @@
+"""Symbolic execution: prove a lowered program performs the all-to-all (data movement + deadlock).
+
+Every chunk is a label ``(origin, dest, index)``.  Rank ``s`` starts with
+``i[d·C+k] = (s, d, k)``; at the end ``o[s·C+k]`` on rank ``d`` must hold
+``(s, d, k)``.  Each checker returns a :class:`Trace`: the violations found and
+every chunk transfer (``level``, src, dst, count) for the performance model.
+
+* :func:`simulate_msccl` runs thread blocks step by step: dependencies wait for
+  the target step, sends push onto the (gpu, peer, channel) connection, a FIFO
+  of :data:`FIFO_SLOTS` messages, receives pop from it.  Local buffer accesses
+  are checked against a happens-before order (program order + dependencies,
+  vector clocks per gpu): a read of a slot written by another thread block must
+  be ordered after the write, a write after the previous reads and write.  When
+  no thread block can move, the wait-for cycle (or the missing peer) is reported.
+* :func:`simulate_oneccl` runs the step/sync semantics of docs/formats.md.
+* :func:`check_paths` checks that an MPI path schedule's chunks partition every shard.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict, deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..lower.programs import MpiPathProgram, MscclProgram, OnecclProgram
+
+#: Slots per connection (NCCL_STEPS): a sender blocks when this many messages are unreceived.
+FIFO_SLOTS = 8
+#: Messages kept per check (a broken file can produce thousands of consequential errors).
+MAX_ERRORS = 40
+
+
+@dataclass
+class Trace:
+    errors: list[str] = field(default_factory=list)
+    dropped: int = 0
+    #: (level, src rank, dst rank, chunks): the ``level``-th hop of the data it carries.
+    moves: list[tuple[int, int, int, int]] = field(default_factory=list)
+    chunks_per_shard: int = 1
+
+    def error(self, msg: str) -> None:
+        if len(self.errors) < MAX_ERRORS:
+            self.errors.append(msg)
+        else:
+            self.dropped += 1
+
+    def finish(self) -> "Trace":
+        if self.dropped:
+            self.errors.append(f"... and {self.dropped} more data-movement error(s)")
+            self.dropped = 0
+        return self
+
+
+def _check_outputs(trace: Trace, outputs, n: int, c: int, name: str = "gpu") -> None:
+    """Every rank's output is the all-to-all transpose of the inputs."""
+    for d in range(n):
+        for x, lab in enumerate(outputs[d]):
+            want = (x // c, d, x % c)
+            if lab is None:
+                trace.error(f"{name} {d}: output chunk o[{x}] (chunk {want[2]} from {name} {want[0]}) is never written")
+            elif lab != want:
+                trace.error(f"{name} {d}: output chunk o[{x}] holds chunk {lab} (origin, dest, index), expected {want}")
+
+
+def _inputs(n: int, c: int):
+    return [[(g, x // c, x % c) for x in range(n * c)] for g in range(n)]
+
+
+# ---------------------------------------------------------------------- MSCCL
+
+
+class _Slot:
+    __slots__ = ("value", "writer", "readers", "level")
+
+    def __init__(self, value=None, level=0):
+        self.value, self.writer, self.readers, self.level = value, None, [], level
+
+
+def simulate_msccl(p: MscclProgram) -> Trace:
+    """Execute ``p`` symbolically; assumes :func:`~a2a_compiler.verify.msccl_rules.check_rules` found it sound."""
+    n = p.ngpus
+    c = p.nchunksperloop // n
+    trace = Trace(chunks_per_shard=c)
+    inputs = _inputs(n, c)
+    bufs = [{"i": [_Slot(v) for v in inputs[g.id]], "o": [_Slot() for _ in range(g.o_chunks)],
+             "s": [_Slot() for _ in range(g.s_chunks)]} for g in p.gpus]
+    tbs = [{tb.id: tb for tb in g.tbs} for g in p.gpus]
+    ntb = [len(g.tbs) for g in p.gpus]
+    pc = [dict.fromkeys(t, 0) for t in tbs]
+    # clocks[g][tb][s] = vector clock after step s (entry j = steps of tb j known complete)
+    clocks = [{t: [] for t in tbs[g]} for g in range(n)]
+    fifo: dict[tuple[int, int, int], deque] = defaultdict(deque)
+    delivered = Counter()
+
+    def hb(g, clock, who):
+        tb, s = who
+        return clock[tb] >= s + 1
+
+    def where(g, tb, s):
+        return f"gpu {g} tb {tb} step {s}"
+
+    def read(g, tb, s, clock, buf, off, cnt):
+        vals, level = [], 0
+        for x in range(off, off + cnt):
+            slot = bufs[g][buf][x]
+            if slot.value is None:
+                what = "scratch" if buf == "s" else "output"
+                trace.error(f"{where(g, tb, s)}: reads unwritten {what} chunk {buf}[{x}]")
+            elif slot.writer and slot.writer[0] != tb and not hb(g, clock, slot.writer):
+                trace.error(f"{where(g, tb, s)}: reads {buf}[{x}] written by tb {slot.writer[0]} step "
+                            f"{slot.writer[1]} with no dependency ordering the two (race)")
+            slot.readers.append((tb, s))
+            vals.append(slot.value)
+            level = max(level, slot.level)
+        return vals, level
+
+    def write(g, tb, s, clock, buf, off, vals, level):
+        for x, v in zip(range(off, off + len(vals)), vals):
+            slot = bufs[g][buf][x]
+            if slot.writer is not None:
+                if buf == "o":
+                    trace.error(f"{where(g, tb, s)}: overwrites output chunk o[{x}] already written by tb "
+                                f"{slot.writer[0]} step {slot.writer[1]}")
+                elif not slot.readers:
+                    trace.error(f"{where(g, tb, s)}: overwrites live scratch chunk s[{x}] (written by tb "
+                                f"{slot.writer[0]} step {slot.writer[1]}, never read)")
+                for other in [slot.writer, *slot.readers]:
+                    if other[0] != tb and not hb(g, clock, other):
+                        trace.error(f"{where(g, tb, s)}: writes {buf}[{x}] with no dependency ordering it after "
+                                    f"tb {other[0]} step {other[1]} (race)")
+                        break
+            if buf == "o" and v is not None and v[1] == p.gpus[g].id:
+                delivered[v] += 1
+                if delivered[v] == 2:
+                    trace.error(f"{where(g, tb, s)}: chunk {v} (origin, dest, index) delivered twice")
+            slot.value, slot.writer, slot.readers, slot.level = v, (tb, s), [], level
+
+    def blocker(g, tb):
+        """Why the next step of ``tb`` cannot run: (reason, waited-for (gpu, tb) or None), or None if it can."""
+        t = tbs[g][tb]
+        st = t.steps[pc[g][tb]]
+        if st.depid >= 0 and pc[g][st.depid] <= st.deps:
+            return f"waits for tb {st.depid} step {st.deps} (dependency)", (g, st.depid)
+        if st.type in ("r", "rcs") and not fifo[(t.recv, g, t.chan)]:
+            return f"waits for a message from gpu {t.recv} on channel {t.chan}", ("recv", t.recv, g, t.chan)
+        if st.type in ("s", "rcs") and len(fifo[(g, t.send, t.chan)]) >= FIFO_SLOTS:
+            return f"waits for gpu {t.send} to drain the full channel-{t.chan} connection", ("send", g, t.send, t.chan)
+        return None
+
+    def run(g, tb):
+        t = tbs[g][tb]
+        s = pc[g][tb]
+        st = t.steps[s]
+        clock = clocks[g][tb][-1].copy() if s else np.zeros(ntb[g], dtype=np.int32)
+        if st.depid >= 0:
+            np.maximum(clock, clocks[g][st.depid][st.deps], out=clock)
+        if st.type == "s":
+            vals, level = read(g, tb, s, clock, st.srcbuf, st.srcoff, st.cnt)
+            fifo[(g, t.send, t.chan)].append((vals, level + 1, (g, tb, s)))
+            trace.moves.append((level + 1, g, t.send, st.cnt))
+        elif st.type in ("r", "rcs"):
+            vals, level, (sg, stb, ss) = fifo[(t.recv, g, t.chan)].popleft()
+            if len(vals) != st.cnt:
+                trace.error(f"{where(g, tb, s)}: receives cnt={st.cnt} but the matching send, gpu {sg} tb {stb} "
+                            f"step {ss}, sent {len(vals)} chunk(s)")
+                vals = (vals + [None] * st.cnt)[:st.cnt]
+            write(g, tb, s, clock, st.dstbuf, st.dstoff, vals, level)
+            if st.type == "rcs":
+                fifo[(g, t.send, t.chan)].append((vals, level + 1, (g, tb, s)))
+                trace.moves.append((level + 1, g, t.send, st.cnt))
+        elif st.type == "cpy":
+            vals, level = read(g, tb, s, clock, st.srcbuf, st.srcoff, st.cnt)
+            write(g, tb, s, clock, st.dstbuf, st.dstoff, vals, level)
+        clock[tb] = s + 1
+        clocks[g][tb].append(clock)
+        pc[g][tb] = s + 1
+
+    active = [(g, tb) for g in range(n) for tb in sorted(tbs[g]) if tbs[g][tb].steps]
+    while active:
+        moved, still = False, []
+        for g, tb in active:
+            steps = tbs[g][tb].steps
+            while pc[g][tb] < len(steps) and blocker(g, tb) is None:
+                run(g, tb)
+                moved = True
+            if pc[g][tb] < len(steps):
+                still.append((g, tb))
+        active = still
+        if not moved:
+            break
+    if active:
+        trace.error(_deadlock(p, active, pc, blocker, tbs))
+    _check_outputs(trace, [[sl.value for sl in bufs[g]["o"]] for g in range(n)], n, c)
+    return trace.finish()
+
+
+def _deadlock(p, stuck, pc, blocker, tbs) -> str:
+    """Describe the wait-for cycle among stuck thread blocks (or the peer that never acts)."""
+    ends = {}  # connection end -> (gpu, tb): the tb that sends / receives on it
+    for g in p.gpus:
+        for t in g.tbs:
+            if t.send >= 0:
+                ends[("recv", g.id, t.send, t.chan)] = (g.id, t.id)   # a receiver on t.send waits for this tb
+            if t.recv >= 0:
+                ends[("send", t.recv, g.id, t.chan)] = (g.id, t.id)   # a sender to g waits for this tb
+    stuck_set = set(stuck)
+
+    def edge(node):
+        reason, target = blocker(*node)
+        if target[0] in ("recv", "send"):
+            target = ends.get(target)
+        return reason, target
+
+    desc = lambda node: f"gpu {node[0]} tb {node[1]} step {pc[node[0]][node[1]]}"
+    node, seen, path = stuck[0], {}, []
+    while node in stuck_set and node not in seen:
+        seen[node] = len(path)
+        reason, nxt = edge(node)
+        path.append(f"{desc(node)} {reason}")
+        if nxt is None or nxt not in stuck_set:
+            who = "no thread block" if nxt is None else f"gpu {nxt[0]} tb {nxt[1]} (finished)"
+            return (f"deadlock: {len(stuck)} thread block(s) cannot progress; {' -> '.join(path)}, "
+                    f"but {who} will ever provide it")
+        node = nxt
+    cycle = path[seen[node]:]
+    return f"deadlock: {len(stuck)} thread block(s) cannot progress; wait-for cycle: {' -> '.join(cycle)}"
+
+
+# --------------------------------------------------------------------- oneCCL
+
+
+def simulate_oneccl(p: OnecclProgram) -> Trace:
+    """Execute the step/sync semantics of docs/formats.md ("oneCCL-style XML") symbolically."""
+    n, c = p.nranks, p.chunks_per_shard
+    trace = Trace(chunks_per_shard=c)
+    ncl = n * c
+    for r in p.ranks:
+        if r.i_chunks != ncl or r.o_chunks != ncl or r.s_chunks < 0:
+            trace.error(f"rank {r.id}: i_chunks={r.i_chunks} o_chunks={r.o_chunks} s_chunks={r.s_chunks}; "
+                        f"need i_chunks = o_chunks = nchunksperloop = {ncl} and s_chunks >= 0")
+    if trace.errors:
+        return trace.finish()
+    inputs = _inputs(n, c)
+    bufs = [{"i": list(inputs[r]), "o": [None] * ncl, "s": [None] * p.ranks[r].s_chunks} for r in range(n)]
+    levels = [{"i": [0] * ncl, "o": [0] * ncl, "s": [0] * p.ranks[r].s_chunks} for r in range(n)]
+    written = [{"o": [None] * ncl, "s": [None] * p.ranks[r].s_chunks} for r in range(n)]
+    delivered = Counter()
+    allowed = {"send": ("i", "s"), "recv": ("o", "s"), "copy_src": ("i", "s"), "copy_dst": ("o", "s")}
+
+    def span(r, t, what, buf, off, cnt, kind):
+        size = len(bufs[r][buf]) if buf in bufs[r] else 0
+        if buf not in allowed[kind]:
+            trace.error(f"rank {r} step {t}: {what} uses buffer {buf!r}, allowed: {', '.join(allowed[kind])}")
+            return None
+        if cnt < 1 or off < 0 or off + cnt > size:
+            trace.error(f"rank {r} step {t}: {what} {buf}[{off}..{off + cnt - 1}] is outside the {size}-chunk buffer")
+            return None
+        return range(off, off + cnt)
+
+    for t in range(p.nsteps):
+        sends = defaultdict(list)   # (a, b) -> [(values, level)]
+        reads = [set() for _ in range(n)]
+        writes = []                 # (rank, buf, slot, value, level, what)
+        for r in range(n):
+            for k, op in enumerate(p.ranks[r].steps[t]):
+                what = f"{op.kind} #{k}"
+                if op.kind in ("send", "copy"):
+                    kind = "send" if op.kind == "send" else "copy_src"
+                    rng = span(r, t, what, op.srcbuf, op.srcoff, op.cnt, kind)
+                    if rng is None:
+                        continue
+                    vals = [bufs[r][op.srcbuf][x] for x in rng]
+                    for x in rng:
+                        reads[r].add((op.srcbuf, x))
+                        if bufs[r][op.srcbuf][x] is None:
+                            trace.error(f"rank {r} step {t}: {what} reads {op.srcbuf}[{x}], which holds no data at "
+                                        f"the start of the step")
+                    level = max(levels[r][op.srcbuf][x] for x in rng)
+                    if op.kind == "send":
+                        if not 0 <= op.peer < n or op.peer == r:
+                            trace.error(f"rank {r} step {t}: {what} to peer {op.peer}, not another rank")
+                            continue
+                        sends[(r, op.peer)].append((vals, level + 1))
+                        trace.moves.append((t + 1, r, op.peer, op.cnt))
+                    else:
+                        drng = span(r, t, what, op.dstbuf, op.dstoff, op.cnt, "copy_dst")
+                        if drng is not None:
+                            writes += [(r, op.dstbuf, x, v, level, what) for x, v in zip(drng, vals)]
+        for r in range(n):
+            queues = {a: deque(sends.pop((a, r), [])) for a in range(n)}
+            for k, op in enumerate(p.ranks[r].steps[t]):
+                if op.kind != "recv":
+                    continue
+                what = f"recv #{k}"
+                if not 0 <= op.peer < n or op.peer == r:
+                    trace.error(f"rank {r} step {t}: {what} from peer {op.peer}, not another rank")
+                    continue
+                if not queues[op.peer]:
+                    trace.error(f"rank {r} step {t}: {what} from rank {op.peer} has no matching send "
+                                f"(rank {op.peer} sends fewer messages to rank {r} in step {t})")
+                    continue
+                vals, level = queues[op.peer].popleft()
+                if len(vals) != op.cnt:
+                    trace.error(f"rank {r} step {t}: {what} from rank {op.peer} has cnt={op.cnt}, the matching send "
+                                f"has cnt={len(vals)}")
+                drng = span(r, t, what, op.dstbuf, op.dstoff, op.cnt, "recv")
+                if drng is not None:
+                    writes += [(r, op.dstbuf, x, v, level, what) for x, v in zip(drng, vals)]
+            for a, q in queues.items():
+                if q:
+                    trace.error(f"rank {a} step {t}: {len(q)} send(s) to rank {r} with no matching recv")
+        for (a, b), q in sends.items():
+            trace.error(f"rank {a} step {t}: {len(q)} send(s) to rank {b} with no matching recv")
+        for r, buf, x, v, level, what in writes:
+            if (buf, x) in reads[r]:
+                trace.error(f"rank {r} step {t}: {what} writes {buf}[{x}], which is read in the same step")
+            if written[r][buf][x] is not None:
+                trace.error(f"rank {r} step {t}: {what} writes {buf}[{x}] already written in step "
+                            f"{written[r][buf][x]} (each output and scratch chunk is written once)")
+            if buf == "o" and v is not None and v[1] == r:
+                delivered[v] += 1
+                if delivered[v] == 2:
+                    trace.error(f"rank {r} step {t}: chunk {v} (origin, dest, index) delivered twice")
+            written[r][buf][x] = t
+            bufs[r][buf][x] = v
+            levels[r][buf][x] = level
+    _check_outputs(trace, [bufs[r]["o"] for r in range(n)], n, c, "rank")
+    return trace.finish()
+
+
+# ------------------------------------------------------------------ MPI paths
+
+
+def check_paths(p: MpiPathProgram) -> Trace:
+    """Chunks of every shard partitioned exactly once over its routes; routes start and end right."""
+    n, c = p.nranks, p.chunks_per_shard
+    trace = Trace(chunks_per_shard=c)
+    seen: dict[tuple[int, int], Counter] = defaultdict(Counter)
+    ids: dict[tuple[int, int], Counter] = defaultdict(Counter)
+    for s in p.sends:
+        w = f"rank {s.src} send to {s.dst} route_id {s.route_id}"
+        if not 0 <= s.dst < n or s.dst == s.src:
+            trace.error(f"{w}: dst={s.dst} is not another rank (0..{n - 1})")
+            continue
+        if len(s.nodes) < 2 or s.nodes[0] != s.src or s.nodes[-1] != s.dst:
+            trace.error(f"{w}: route {' '.join(map(str, s.nodes))} must start at {s.src} and end at {s.dst}")
+        if any(not 0 <= v < p.nnodes for v in s.nodes):
+            trace.error(f"{w}: route {' '.join(map(str, s.nodes))} names a node outside 0..{p.nnodes - 1}")
+        if len(set(s.nodes)) != len(s.nodes):
+            trace.error(f"{w}: route {' '.join(map(str, s.nodes))} visits a node twice")
+        if s.route_id < 0 or s.layer < 0:
+            trace.error(f"{w}: route_id and layer must be >= 0")
+        ids[(s.src, s.dst)][s.route_id] += 1
+        if not s.chunks:
+            trace.error(f"{w}: carries no chunks")
+        for k in s.chunks:
+            if not 0 <= k < c:
+                trace.error(f"{w}: chunk {k} outside 0..{c - 1}")
+            else:
+                seen[(s.src, s.dst)][k] += 1
+        trace.moves.extend((0, *hop, len(s.chunks)) for hop in zip(s.nodes, s.nodes[1:]))
+    for pair, cnt in sorted(ids.items()):
+        dup = sorted(r for r, m in cnt.items() if m > 1)
+        if dup:
+            trace.error(f"rank {pair[0]} -> {pair[1]}: route_id {dup[0]} used by more than one send")
+    for a in range(n):
+        for b in range(n):
+            if a == b:
+                continue
+            cnt = seen.get((a, b), Counter())
+            twice = sorted(k for k, m in cnt.items() if m > 1)
+            missing = [k for k in range(c) if k not in cnt]
+            if twice:
+                trace.error(f"rank {a} -> {b}: chunk {twice[0]} is sent on more than one route (delivered twice)")
+            if missing:
+                trace.error(f"rank {a} -> {b}: chunk(s) {' '.join(map(str, missing[:8]))} of the shard are never sent")
+    return trace.finish()

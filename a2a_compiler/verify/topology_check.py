@@ -1,0 +1,38 @@
+"""Every transfer of a lowered program uses a real link of the topology."""
+
+from __future__ import annotations
+
+from ..topology.model import Topology
+
+
+def link_capacities(topology: Topology) -> dict[tuple[int, int], float]:
+    return {(int(u), int(v)): float(c) for u, v, c in zip(topology.src, topology.dst, topology.capacity)}
+
+
+def check_ranks(n_ranks: int, topology: Topology) -> list[str]:
+    if n_ranks != topology.n_hosts:
+        return [f"the program has {n_ranks} ranks but topology {topology.spec} has {topology.n_hosts} hosts"]
+    return []
+
+
+def check_moves(moves, topology: Topology, name: str = "gpu") -> list[str]:
+    """Link programs: each (src, dst) pair that exchanges data is a topology link."""
+    links = link_capacities(topology)
+    bad = sorted({(u, v) for _, u, v, _ in moves if (u, v) not in links})
+    return [f"{name} {u} sends to {name} {v}, but topology {topology.spec} has no link {u}->{v}" for u, v in bad]
+
+
+def check_routes(program, topology: Topology) -> list[str]:
+    """Path programs: each route is a path of topology links."""
+    links = link_capacities(topology)
+    errors = []
+    if program.nnodes != topology.n_nodes:
+        errors.append(f"the program has nnodes={program.nnodes} but topology {topology.spec} has "
+                      f"{topology.n_nodes} nodes")
+    for s in program.sends:
+        for u, v in zip(s.nodes, s.nodes[1:]):
+            if (u, v) not in links:
+                errors.append(f"rank {s.src} send to {s.dst} route_id {s.route_id}: hop {u}->{v} of route "
+                              f"{' '.join(map(str, s.nodes))} is not a link of {topology.spec}")
+                break
+    return errors
