@@ -5,22 +5,38 @@ A shard ``B[s][d]`` (what rank ``s`` sends rank ``d``) is split into
 ``index``-th ``1/C`` of that shard.
 
 * :class:`LinkSchedule` — time-stepped, store-and-forward (tsMCF): per step, a
-  list of :class:`Transfer` over real links.  A node may only send a chunk it
-  holds at the start of the step (it is the origin, or received it earlier).
+  list of :class:`Transfer` over real links.  A chunk is held by exactly one node
+  at a time: its origin holds it from step 0, sending it moves it to the
+  receiver, which holds it from the next step on.  A node only sends chunks it
+  holds at the start of the step; a chunk that reaches its destination is
+  delivered and never moves again.
 * :class:`PathSchedule` — routed (pMCF / MCF-extP): per commodity, its chunks
   and the :class:`Route` each chunk takes.
 
-Both carry the topology (``links``: directed host links with capacities, in link
-units), the fabric, the method and the LP all-to-all time they came from.
+Both carry the topology (``links``: directed links with capacities, in link
+units), the fabric, the method and the LP all-to-all time ``lp_time`` (in
+link-times for unit shards) they came from.
+
+Families of functions here: JSON (:func:`to_json_dict`, :func:`from_json_dict`,
+:func:`dumps`), invariants (:func:`validate`), cost model
+(:func:`predicted_time`, :func:`fidelity`).
 """
 
 from __future__ import annotations
 
+import json
+import math
 from dataclasses import dataclass, field
 
+import numpy as np
+
+from ..errors import A2AError, FormatError
 from ..fabric import Fabric
 
 Chunk = tuple[int, int, int]  # (origin, destination, index)
+
+FORMAT = "a2a-schedule"
+VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -73,3 +89,322 @@ class PathSchedule:
     method: str
     lp_time: float
     info: dict = field(default_factory=dict)
+
+
+Schedule = LinkSchedule | PathSchedule
+
+
+# ------------------------------------------------------------------- invariants
+def _chunk_name(c: Chunk) -> str:
+    return f"chunk ({c[0]},{c[1]},{c[2]})"
+
+
+def validate(schedule: Schedule) -> None:
+    """Check the IR invariants; raise :class:`FormatError` naming the broken chunk/step/route.
+
+    Both kinds: every shard ``(s, d)``, ``s != d``, is covered by its ``C``
+    chunks exactly once, and chunks end at their destination.  Link schedules:
+    transfers use real links, a node only sends chunks it holds, a chunk moves
+    at most once per step and never after delivery.  Path schedules: routes
+    start at ``src``, end at ``dst`` and follow real links.
+    """
+    n, C = schedule.n_ranks, schedule.chunks_per_shard
+    if n < 1 or C < 1:
+        raise FormatError(f"n_ranks and chunks_per_shard must be >= 1, got {n} and {C}")
+    links = {(u, v) for u, v, _ in schedule.links}
+    if isinstance(schedule, LinkSchedule):
+        _validate_link(schedule, links)
+    else:
+        _validate_path(schedule, links)
+
+
+def _validate_link(sch: LinkSchedule, links: set) -> None:
+    n, C = sch.n_ranks, sch.chunks_per_shard
+    holder: dict[Chunk, int] = {}
+    delivered: dict[Chunk, int] = {}
+    for t, step in enumerate(sch.steps):
+        moved: dict[Chunk, int] = {}
+        for tr in step:
+            if (tr.src, tr.dst) not in links:
+                raise FormatError(f"step {t}: transfer {tr.src}->{tr.dst} is not a link of {sch.spec}")
+            for c in tr.chunks:
+                o, d, i = c
+                if not (0 <= o < n and 0 <= d < n and o != d and 0 <= i < C):
+                    raise FormatError(f"step {t}: {_chunk_name(c)} is not a chunk of {n} ranks x {C} chunks per shard")
+                if c in moved:
+                    raise FormatError(f"step {t}: {_chunk_name(c)} is sent twice in the same step")
+                if c in delivered:
+                    raise FormatError(
+                        f"step {t}: {_chunk_name(c)} was already delivered to rank {d} in step {delivered[c]}")
+                held = holder.get(c, o)
+                if held != tr.src:
+                    raise FormatError(
+                        f"step {t}: rank {tr.src} sends {_chunk_name(c)} but does not hold it (rank {held} does)")
+                moved[c] = tr.dst
+        for c, v in moved.items():
+            holder[c] = v
+            if v == c[1]:
+                delivered[c] = t
+    for o in range(n):
+        for d in range(n):
+            if o == d:
+                continue
+            for i in range(C):
+                if (o, d, i) not in delivered:
+                    raise FormatError(f"{_chunk_name((o, d, i))} is never delivered (it ends at rank "
+                                      f"{holder.get((o, d, i), o)}, not {d})")
+
+
+def _validate_path(sch: PathSchedule, links: set) -> None:
+    n, C = sch.n_ranks, sch.chunks_per_shard
+    owner: dict[tuple[int, int, int], int] = {}
+    ids: set[tuple[int, int, int]] = set()
+    for r in sch.routes:
+        name = f"route {r.route_id} of shard {r.src}->{r.dst}"
+        if not (0 <= r.src < n and 0 <= r.dst < n and r.src != r.dst):
+            raise FormatError(f"{name}: src and dst must be distinct ranks in 0..{n - 1}")
+        if (r.src, r.dst, r.route_id) in ids:
+            raise FormatError(f"{name}: duplicate route id")
+        ids.add((r.src, r.dst, r.route_id))
+        if len(r.nodes) < 2 or r.nodes[0] != r.src or r.nodes[-1] != r.dst:
+            raise FormatError(f"{name}: nodes {list(r.nodes)} must run from {r.src} to {r.dst}")
+        for u, v in zip(r.nodes, r.nodes[1:]):
+            if (u, v) not in links:
+                raise FormatError(f"{name}: hop {u}->{v} is not a link of {sch.spec}")
+        for i in r.chunks:
+            if not 0 <= i < C:
+                raise FormatError(f"{name}: chunk index {i} outside 0..{C - 1}")
+            key = (r.src, r.dst, i)
+            if key in owner:
+                raise FormatError(f"{_chunk_name(key)} is delivered twice (routes {owner[key]} and {r.route_id})")
+            owner[key] = r.route_id
+    for o in range(n):
+        for d in range(n):
+            for i in range(C if o != d else 0):
+                if (o, d, i) not in owner:
+                    raise FormatError(f"{_chunk_name((o, d, i))} is on no route (shard {o}->{d} not fully covered)")
+
+
+# ------------------------------------------------------------------ cost model
+def _host_terms(fabric: Fabric) -> float | None:
+    return None if fabric.host_bw is None else fabric.host_capacity
+
+
+def predicted_time(schedule: Schedule) -> float:
+    """All-to-all time of the chunked schedule in link-times (unit shards).
+
+    Link schedule: ``Σ_t max(max_e n_{t,e}/(C·cap_e), host terms)`` where the
+    host terms (when ``fabric.host_bw`` is set, ``hc = host_capacity``) are, per
+    step and node, ``in_t(v)/(C·hc)`` and ``out_t(v)/(C·hc)``: all chunks
+    received / sent over links with host forwarding; only chunks sunk at their
+    destination / sent by their origin with NIC forwarding.
+    Path schedule: the same with one "step" — every route carries its chunks at
+    once, ``max_e load_e/cap_e`` over links (and hosts).
+    """
+    C = schedule.chunks_per_shard
+    lk = np.array([(u, v) for u, v, _ in schedule.links], dtype=np.int64).reshape(-1, 2)
+    cap = np.array([c for _, _, c in schedule.links], dtype=float)
+    n_nodes = schedule.n_ranks if isinstance(schedule, LinkSchedule) else schedule.n_nodes
+    index = {(int(u), int(v)): e for e, (u, v) in enumerate(lk)}
+    hc = _host_terms(schedule.fabric)
+    nic = schedule.fabric.forwarding == "nic"
+    n = schedule.n_ranks
+
+    def step_time(link_count, sourced, sunk):
+        t = float(np.max(link_count / (C * cap))) if len(cap) else 0.0
+        if hc is not None:
+            if nic:
+                node_in, node_out = sunk, sourced
+            else:
+                node_in = np.bincount(lk[:, 1], weights=link_count, minlength=n_nodes)[:n]
+                node_out = np.bincount(lk[:, 0], weights=link_count, minlength=n_nodes)[:n]
+            t = max(t, float(max(node_in.max(), node_out.max())) / (C * hc))
+        return t
+
+    if isinstance(schedule, LinkSchedule):
+        total = 0.0
+        for step in schedule.steps:
+            count = np.zeros(len(cap))
+            sourced, sunk = np.zeros(n), np.zeros(n)
+            for tr in step:
+                count[index[(tr.src, tr.dst)]] += len(tr.chunks)
+                for o, d, _ in tr.chunks:
+                    sourced[tr.src] += o == tr.src
+                    sunk[tr.dst] += d == tr.dst
+            total += step_time(count, sourced, sunk)
+        return total
+    count = np.zeros(len(cap))
+    sourced, sunk = np.zeros(n), np.zeros(n)
+    for r in schedule.routes:
+        k = len(r.chunks)
+        for u, v in zip(r.nodes, r.nodes[1:]):
+            count[index[(u, v)]] += k
+        sourced[r.src] += k
+        sunk[r.dst] += k
+    return step_time(count, sourced, sunk)
+
+
+def fidelity(schedule: Schedule) -> float:
+    """``lp_time / predicted_time`` (<= 1; 1 means chunking lost nothing)."""
+    t = predicted_time(schedule)
+    return 0.0 if t <= 0 else schedule.lp_time / t
+
+
+# ------------------------------------------------------------------------ JSON
+def to_json_dict(schedule: Schedule) -> dict:
+    """Plain-JSON form (see docs/formats.md, "Schedule IR JSON")."""
+    d = {
+        "format": FORMAT,
+        "version": VERSION,
+        "spec": schedule.spec,
+        "method": schedule.method,
+        "fabric": schedule.fabric.to_json_dict(),
+        "n_ranks": schedule.n_ranks,
+        "chunks_per_shard": schedule.chunks_per_shard,
+        "lp_time": schedule.lp_time,
+        "info": schedule.info,
+        "links": [[int(u), int(v), float(c)] for u, v, c in schedule.links],
+    }
+    if isinstance(schedule, LinkSchedule):
+        d["kind"] = "link"
+        d["n_nodes"] = schedule.n_ranks
+        d["steps"] = [
+            [{"src": tr.src, "dst": tr.dst, "chunks": [list(c) for c in tr.chunks]} for tr in step]
+            for step in schedule.steps
+        ]
+    else:
+        d["kind"] = "path"
+        d["n_nodes"] = schedule.n_nodes
+        d["routes"] = [
+            {"src": r.src, "dst": r.dst, "route_id": r.route_id, "layer": r.layer,
+             "nodes": list(r.nodes), "chunks": list(r.chunks)}
+            for r in schedule.routes
+        ]
+    return d
+
+
+def _dump(value, expand: int, indent: str = "") -> str:
+    """JSON with sorted keys; the first ``expand`` list levels get one item per line."""
+    if expand and isinstance(value, list) and value:
+        inner = indent + " "
+        items = [inner + _dump(v, expand - 1, inner) for v in value]
+        return "[\n" + ",\n".join(items) + "\n" + indent + "]"
+    return json.dumps(value, sort_keys=True)
+
+
+def dumps(schedule: Schedule) -> str:
+    """Deterministic text: sorted keys, one link / transfer / route per line."""
+    d = to_json_dict(schedule)
+    depth = {"links": 1, "steps": 2, "routes": 1}
+    body = ",\n".join(f" {json.dumps(k)}: {_dump(d[k], depth.get(k, 0), ' ')}" for k in sorted(d))
+    return "{\n" + body + "\n}\n"
+
+
+def _int(value, what: str, lo: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise FormatError(f"{what} must be an integer, got {value!r}")
+    if lo is not None and value < lo:
+        raise FormatError(f"{what} must be >= {lo}, got {value}")
+    return value
+
+
+def _num(value, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise FormatError(f"{what} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def _list(value, what: str) -> list:
+    if not isinstance(value, list):
+        raise FormatError(f"{what} must be a list, got {type(value).__name__}")
+    return value
+
+
+def _ints(value, what: str) -> tuple[int, ...]:
+    return tuple(_int(x, f"{what}[{i}]") for i, x in enumerate(_list(value, what)))
+
+
+def from_json_dict(d, source: str = "<json>") -> Schedule:
+    """Parse and :func:`validate` a schedule; any problem raises :class:`FormatError` naming ``source``."""
+    try:
+        return _from_json_dict(d, source)
+    except FormatError as exc:
+        msg = str(exc)
+        raise FormatError(msg if msg.startswith(source) else f"{source}: {msg}") from None
+
+
+def _from_json_dict(d, source: str) -> Schedule:
+    if not isinstance(d, dict) or d.get("format") != FORMAT:
+        raise FormatError(f"not an {FORMAT} file (missing \"format\": \"{FORMAT}\")")
+    if d.get("version") != VERSION:
+        raise FormatError(f"unsupported version {d.get('version')!r} (this reader knows {VERSION})")
+    try:
+        kind = d["kind"]
+        fab = d["fabric"]
+        if not isinstance(fab, dict):
+            raise FormatError("fabric must be an object")
+        try:
+            fabric = Fabric.from_json_dict(fab)
+        except A2AError as exc:
+            raise FormatError(f"fabric: {exc}") from None
+        common = dict(
+            n_ranks=_int(d["n_ranks"], "n_ranks", 1),
+            chunks_per_shard=_int(d["chunks_per_shard"], "chunks_per_shard", 1),
+            spec=str(d["spec"]),
+            fabric=fabric,
+            method=str(d["method"]),
+            lp_time=_num(d["lp_time"], "lp_time"),
+            info=d.get("info", {}) if isinstance(d.get("info", {}), dict) else {},
+        )
+        n_nodes = _int(d["n_nodes"], "n_nodes", common["n_ranks"])
+        links = []
+        for e, link in enumerate(_list(d["links"], "links")):
+            if not isinstance(link, list) or len(link) != 3:
+                raise FormatError(f"links[{e}] must be [src, dst, capacity], got {link!r}")
+            u, v = _int(link[0], f"links[{e}] src", 0), _int(link[1], f"links[{e}] dst", 0)
+            c = _num(link[2], f"links[{e}] capacity")
+            if u >= n_nodes or v >= n_nodes or u == v or c <= 0:
+                raise FormatError(f"links[{e}] = {link!r} is not a link between distinct nodes 0..{n_nodes - 1} "
+                                  f"with positive capacity")
+            links.append((u, v, c))
+        common["links"] = tuple(links)
+        if kind == "link":
+            if n_nodes != common["n_ranks"]:
+                raise FormatError("a link schedule has no switches: n_nodes must equal n_ranks")
+            steps = []
+            for t, step in enumerate(_list(d["steps"], "steps")):
+                transfers = []
+                for k, tr in enumerate(_list(step, f"steps[{t}]")):
+                    where = f"step {t} transfer {k}"
+                    if not isinstance(tr, dict):
+                        raise FormatError(f"{where} must be an object")
+                    chunks = []
+                    for c in _list(tr["chunks"], f"{where} chunks"):
+                        if not isinstance(c, list) or len(c) != 3:
+                            raise FormatError(f"{where}: chunk {c!r} must be [origin, destination, index]")
+                        chunks.append(_ints(c, f"{where} chunk"))
+                    transfers.append(Transfer(_int(tr["src"], f"{where} src"), _int(tr["dst"], f"{where} dst"),
+                                              tuple(chunks)))
+                steps.append(tuple(transfers))
+            sch = LinkSchedule(steps=tuple(steps), **common)
+        elif kind == "path":
+            routes = []
+            for k, r in enumerate(_list(d["routes"], "routes")):
+                where = f"routes[{k}]"
+                if not isinstance(r, dict):
+                    raise FormatError(f"{where} must be an object")
+                nodes = _ints(r["nodes"], f"{where} nodes")
+                if any(not 0 <= v < n_nodes for v in nodes):
+                    raise FormatError(f"{where}: node id outside 0..{n_nodes - 1}")
+                routes.append(Route(_int(r["src"], f"{where} src"), _int(r["dst"], f"{where} dst"), nodes,
+                                    _int(r["route_id"], f"{where} route_id", 0), _ints(r["chunks"], f"{where} chunks"),
+                                    _int(r.get("layer", 0), f"{where} layer", 0)))
+            sch = PathSchedule(routes=tuple(routes), n_nodes=n_nodes, **common)
+        else:
+            raise FormatError(f"kind must be \"link\" or \"path\", got {kind!r}")
+    except KeyError as exc:
+        raise FormatError(f"missing field {exc}") from None
+    except TypeError as exc:
+        raise FormatError(f"malformed field: {exc}") from None
+    validate(sch)
+    return sch

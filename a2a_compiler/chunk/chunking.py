@@ -1,0 +1,371 @@
+"""Chunking: turn fractional flows into whole chunks (Basu et al. §4).
+
+Each shard is split into ``C`` equal chunks; a chunk follows one path.
+
+* Link schedules (tsMCF): each source's time-expanded flow is decomposed into
+  time-expanded paths (:func:`time_paths`), grouped by destination; a path's
+  weight is rounded to a multiple of ``1/C`` and the chunks follow it step by
+  step.  Conservation holds by construction (a chunk is one path).
+* Path schedules (pMCF / MCF-extP): chunks are assigned to the solution's
+  weighted paths.
+
+In both cases rounding is *largest remainder* (every shard gets exactly ``C``
+chunks), followed by :func:`rebalance`, a local search that moves single chunks
+between the candidate paths of a shard to lower the predicted time
+(:func:`a2a_compiler.chunk.ir.predicted_time`).  :func:`choose_chunks` tries a
+few ``C`` and keeps the smallest one reaching the fidelity target.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import A2AError
+from ..solve.result import FlowSolution
+from ..topology.model import Topology
+from .ir import LinkSchedule, PathSchedule, Route, Transfer
+
+#: ``C`` values tried (those <= max_chunks, plus max_chunks itself).
+CHUNK_CANDIDATES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
+#: Fidelity (lp_time / predicted_time) that is good enough to stop at a smaller C.
+FIDELITY_TARGET = 0.95
+#: Path weights below this are LP noise.
+WEIGHT_EPS = 1e-9
+#: Upper bound on local-search sweeps over all shards.
+MAX_SWEEPS = 30
+
+
+# ----------------------------------------------------------------- rounding
+def largest_remainder(weights: np.ndarray, C: int) -> np.ndarray:
+    """Integers ``n_p >= 0`` with ``Σ n_p = C`` closest to ``C·w/Σw`` (Hamilton's method).
+
+    Ties go to the earlier path, so the result is deterministic.
+    """
+    x = C * np.asarray(weights, dtype=float) / float(np.sum(weights))
+    n = np.floor(x + 1e-9).astype(np.int64)
+    short = C - int(n.sum())
+    if short > 0:
+        order = np.lexsort((np.arange(len(x)), -(x - n)))
+        n[order[:short]] += 1
+    return n
+
+
+# ------------------------------------------------------------- load model
+@dataclass(frozen=True, eq=False)
+class _Resources:
+    """Capacitated resources grouped into steps: the predicted time is
+    ``Σ_group max_{r in group} count_r / (C·cap_r)``.  Group ``g`` owns the
+    contiguous block ``[g*width, (g+1)*width)``."""
+
+    cap: np.ndarray
+    width: int
+    n_groups: int
+
+
+def _resources(topology: Topology, fabric, n_groups: int) -> _Resources:
+    """Per group: links, then (if host_bw is set) host-in and host-out of every host."""
+    E, nh = topology.n_links, topology.n_hosts
+    hc = fabric.host_capacity if fabric.host_bw is not None else np.inf
+    block = np.concatenate([topology.capacity, np.full(2 * nh, hc)])
+    return _Resources(np.tile(block, n_groups), len(block), n_groups)
+
+
+def _hop_resources(topology: Topology, fabric, group: int, u: int, v: int, e: int, origin: int, dest: int,
+                   width: int) -> list[int]:
+    """Resources one chunk uses when it crosses link ``e = u->v`` in ``group``."""
+    base, E, nh = group * width, topology.n_links, topology.n_hosts
+    out = [base + e]
+    if fabric.host_bw is not None:
+        if fabric.forwarding == "host":
+            if v < nh:
+                out.append(base + E + v)
+            if u < nh:
+                out.append(base + E + nh + u)
+        else:
+            if v == dest:
+                out.append(base + E + v)
+            if u == origin:
+                out.append(base + E + nh + u)
+    return out
+
+
+@dataclass(eq=False)
+class _Assignment:
+    """Chunk counts per candidate path of every shard, with the resulting loads."""
+
+    res: _Resources
+    C: int
+    paths: list[list[np.ndarray]]     # per shard: resource ids of each candidate path
+    counts: list[np.ndarray]          # per shard: chunks on each candidate path
+
+    def __post_init__(self):
+        self.inc = 1.0 / (self.C * self.res.cap)
+        self.load = np.zeros(len(self.res.cap))
+        for paths, n in zip(self.paths, self.counts):
+            for p, k in zip(paths, n):
+                if k:
+                    np.add.at(self.load, p, k * self.inc[p])
+        self.gmax = self.load.reshape(self.res.n_groups, self.res.width).max(axis=1)
+
+    def time(self) -> float:
+        return float(self.gmax.sum())
+
+    def _group_max(self, groups) -> np.ndarray:
+        w = self.res.width
+        return np.array([self.load[g * w:(g + 1) * w].max() for g in groups])
+
+    def try_move(self, k: int, p: int, q: int) -> tuple[float, float]:
+        """(Δ predicted time, Δ Σ load²) of moving one chunk of shard ``k`` from path p to q."""
+        rp, rq = self.paths[k][p], self.paths[k][q]
+        ip, iq = self.inc[rp], self.inc[rq]
+        d2 = float(np.sum(ip * ip - 2 * self.load[rp] * ip) + np.sum(iq * iq + 2 * self.load[rq] * iq))
+        groups = np.unique(np.concatenate([rp, rq]) // self.res.width)
+        np.subtract.at(self.load, rp, ip)
+        np.add.at(self.load, rq, iq)
+        new = self._group_max(groups)
+        np.add.at(self.load, rp, ip)
+        np.subtract.at(self.load, rq, iq)
+        return float(new.sum() - self.gmax[groups].sum()), d2
+
+    def move(self, k: int, p: int, q: int) -> None:
+        rp, rq = self.paths[k][p], self.paths[k][q]
+        np.subtract.at(self.load, rp, self.inc[rp])
+        np.add.at(self.load, rq, self.inc[rq])
+        groups = np.unique(np.concatenate([rp, rq]) // self.res.width)
+        self.gmax[groups] = self._group_max(groups)
+        self.counts[k][p] -= 1
+        self.counts[k][q] += 1
+
+
+def rebalance(asg: _Assignment, max_sweeps: int = MAX_SWEEPS) -> None:
+    """Local search: move single chunks between candidate paths of a shard.
+
+    Only chunks on a path touching a bottleneck resource (at its step's
+    maximum) are moved; a move is taken if it lowers the predicted time, or
+    keeps it and lowers Σ load² (spreading load so later moves can cut the max).
+    Deterministic: shards and paths are visited in order, the best move wins.
+    """
+    tol = 1e-12
+    for _ in range(max_sweeps):
+        improved = False
+        for k, paths in enumerate(asg.paths):
+            if len(paths) < 2:
+                continue
+            for p in range(len(paths)):
+                while asg.counts[k][p] > 0:
+                    rp = paths[p]
+                    if not np.any(asg.load[rp] >= asg.gmax[rp // asg.res.width] - tol):
+                        break
+                    best, best_q = (0.0, 0.0), -1
+                    for q in range(len(paths)):
+                        if q == p:
+                            continue
+                        dt, d2 = asg.try_move(k, p, q)
+                        if dt < -tol or (dt <= tol and d2 < -tol):
+                            if (dt, d2) < best:
+                                best, best_q = (dt, d2), q
+                    if best_q < 0:
+                        break
+                    asg.move(k, p, best_q)
+                    improved = True
+        if not improved:
+            return
+
+
+# --------------------------------------------------------- link schedules
+def time_paths(topology: Topology, solution: FlowSolution) -> dict[tuple[int, int], list[tuple[float, tuple]]]:
+    """Decompose every source's time-expanded flow into weighted time-expanded paths.
+
+    For source ``s`` the aggregated flow (all its commodities) lives on the DAG
+    of node-times ``(u, t)``: link arcs ``u_t -> v_{t+1}`` and hold arcs
+    ``u_t -> u_{t+1}`` carrying what stays at ``u`` (including delivered data).
+    At the last layer exactly one unit sits at every ``d != s``, so each path
+    of a greedy decomposition (follow the fullest arc, subtract the bottleneck)
+    ends at some destination ``d``; it becomes a candidate path of shard
+    ``(s, d)``, cut at its first arrival at ``d``.  Returns, per shard, a list
+    of ``(weight, nodes)`` with ``nodes[t]`` the chunk's node at layer ``t``.
+    """
+    N, E, L = topology.n_hosts, topology.n_links, solution.n_steps
+    src, dst = topology.src, topology.dst
+    flows = solution.link_flows.tocsr()
+    out_links = [np.flatnonzero(src == u) for u in range(N)]
+    result: dict[tuple[int, int], list] = {}
+    for s in range(N):
+        agg = np.asarray(flows[[s * N + d for d in range(N)]].sum(axis=0)).reshape(L, E)
+        net = np.zeros((L + 1, N))
+        net[0, s] = N - 1
+        for t in range(L):
+            net[t + 1] = (net[t] + np.bincount(dst, weights=agg[t], minlength=N)
+                          - np.bincount(src, weights=agg[t], minlength=N))
+        hold = np.maximum(net[:L] - np.stack([np.bincount(src, weights=agg[t], minlength=N) for t in range(L)]), 0)
+        res_link, res_hold = agg.copy(), hold
+        while True:
+            u, nodes, arcs = s, [s], []
+            for t in range(L):
+                idx = out_links[u]
+                vals = res_link[t, idx]
+                j = int(np.argmax(vals)) if len(idx) else -1
+                if j >= 0 and vals[j] >= res_hold[t, u]:
+                    arcs.append((t, int(idx[j]), float(vals[j])))
+                    u = int(dst[idx[j]])
+                else:
+                    arcs.append((t, -1 - u, float(res_hold[t, u])))
+                nodes.append(u)
+            w = min(a[2] for a in arcs)
+            if w <= WEIGHT_EPS:
+                break
+            for t, e, _ in arcs:
+                if e >= 0:
+                    res_link[t, e] -= w
+                else:
+                    res_hold[t, -1 - e] -= w
+            d = nodes[-1]
+            if d == s:
+                continue   # numerical residue returning to the source
+            first = next(t for t, v in enumerate(nodes) if v == d)
+            nodes = nodes[:first + 1] + [d] * (L - first)
+            result.setdefault((s, d), []).append((w, tuple(nodes)))
+    return result
+
+
+def _link_assignment(topology, solution, C, cands) -> _Assignment:
+    L = solution.n_steps
+    res = _resources(topology, solution.fabric, L)
+    paths, counts = [], []
+    for (s, d), plist in cands.items():
+        rids = []
+        for _, nodes in plist:
+            r = []
+            for t in range(L):
+                u, v = nodes[t], nodes[t + 1]
+                if u != v:
+                    r += _hop_resources(topology, solution.fabric, t, u, v, topology.link_index(u, v), s, d, res.width)
+            rids.append(np.array(r, dtype=np.int64))
+        paths.append(rids)
+        counts.append(largest_remainder(np.array([w for w, _ in plist]), C))
+    return _Assignment(res, C, paths, counts)
+
+
+def _link_schedule(topology, solution, C, cands, asg) -> LinkSchedule:
+    L = solution.n_steps
+    moves: dict[tuple[int, int, int], list] = {}
+    for ((s, d), plist), n in zip(cands.items(), asg.counts):
+        i = 0
+        for (_, nodes), k in zip(plist, n.tolist()):
+            chunks = [(s, d, i + j) for j in range(k)]
+            i += k
+            for t in range(L):
+                if k and nodes[t] != nodes[t + 1]:
+                    moves.setdefault((t, nodes[t], nodes[t + 1]), []).extend(chunks)
+    steps = []
+    for t in range(L):
+        step = tuple(Transfer(u, v, tuple(sorted(moves[(tt, u, v)])))
+                     for (tt, u, v) in sorted(moves) if tt == t)
+        if step:
+            steps.append(step)
+    return LinkSchedule(
+        n_ranks=topology.n_hosts, chunks_per_shard=C, steps=tuple(steps),
+        links=_links(topology), spec=topology.spec, fabric=solution.fabric, method=solution.method,
+        lp_time=solution.a2a_time, info={"lp_steps": L},
+    )
+
+
+def _links(topology: Topology) -> tuple[tuple[int, int, float], ...]:
+    return tuple((int(u), int(v), float(c)) for u, v, c in zip(topology.src, topology.dst, topology.capacity))
+
+
+def chunk_link_schedule(topology: Topology, solution: FlowSolution, *, max_chunks: int = 16,
+                        progress=None) -> LinkSchedule:
+    """Chunk a tsMCF solution into a :class:`LinkSchedule` (see :func:`choose_chunks`)."""
+    if solution.link_flows is None:
+        raise A2AError(f"{solution.method} solution has no link flows to chunk")
+    cands = time_paths(topology, solution)
+    _check_covered(topology.n_hosts, cands, solution.method)
+    return choose_chunks(
+        lambda C: _link_assignment(topology, solution, C, cands),
+        lambda C, asg: _link_schedule(topology, solution, C, cands, asg),
+        solution.a2a_time, max_chunks, progress,
+    )
+
+
+# --------------------------------------------------------- path schedules
+def chunk_path_schedule(topology: Topology, solution: FlowSolution, *, max_chunks: int = 16,
+                        progress=None) -> PathSchedule:
+    """Chunk weighted paths (pMCF / MCF-extP) into a :class:`PathSchedule`.
+
+    Chunks go to paths in proportion to their weights: exactly when every
+    weight is a multiple of ``1/C`` (the highest-common-factor rule of §4),
+    otherwise by largest remainder, then :func:`rebalance`.
+    """
+    cands: dict[tuple[int, int], list] = {}
+    for p in solution.paths:
+        if p.weight > WEIGHT_EPS:
+            cands.setdefault((p.src, p.dst), []).append((p.weight, tuple(p.nodes)))
+    cands = dict(sorted(cands.items()))
+    _check_covered(topology.n_hosts, cands, solution.method)
+    res = _resources(topology, solution.fabric, 1)
+
+    def assignment(C):
+        paths, counts = [], []
+        for (s, d), plist in cands.items():
+            paths.append([np.array([r for u, v in zip(nodes, nodes[1:])
+                                    for r in _hop_resources(topology, solution.fabric, 0, u, v,
+                                                            topology.link_index(u, v), s, d, res.width)],
+                                   dtype=np.int64) for _, nodes in plist])
+            counts.append(largest_remainder(np.array([w for w, _ in plist]), C))
+        return _Assignment(res, C, paths, counts)
+
+    def build(C, asg):
+        routes = []
+        for ((s, d), plist), n in zip(cands.items(), asg.counts):
+            i = rid = 0
+            for (_, nodes), k in zip(plist, n.tolist()):
+                if k:
+                    routes.append(Route(s, d, nodes, rid, tuple(range(i, i + k))))
+                    i += k
+                    rid += 1
+        return PathSchedule(
+            n_ranks=topology.n_hosts, chunks_per_shard=C, routes=tuple(routes), links=_links(topology),
+            n_nodes=topology.n_nodes, spec=topology.spec, fabric=solution.fabric, method=solution.method,
+            lp_time=solution.a2a_time,
+        )
+
+    return choose_chunks(assignment, build, solution.a2a_time, max_chunks, progress)
+
+
+def _check_covered(n: int, cands: dict, method: str) -> None:
+    for s in range(n):
+        for d in range(n):
+            if s != d and (s, d) not in cands:
+                raise A2AError(f"{method} solution carries no flow for shard {s}->{d}; cannot chunk it")
+
+
+# ------------------------------------------------------------ choosing C
+def chunk_candidates(max_chunks: int) -> list[int]:
+    if max_chunks < 1:
+        raise A2AError(f"--max-chunks must be >= 1, got {max_chunks}")
+    return sorted({c for c in CHUNK_CANDIDATES if c <= max_chunks} | {max_chunks})
+
+
+def choose_chunks(assign, build, lp_time: float, max_chunks: int, progress=None):
+    """Try ``C`` in :func:`chunk_candidates`; keep the smallest reaching
+    :data:`FIDELITY_TARGET`, else the one with the best fidelity.
+
+    ``assign(C)`` rounds the flows to an :class:`_Assignment`; ``build(C, asg)``
+    turns the rebalanced assignment into a schedule.
+    """
+    best = None
+    for C in chunk_candidates(max_chunks):
+        asg = assign(C)
+        rebalance(asg)
+        fid = lp_time / asg.time()
+        if progress:
+            progress(f"chunking: C = {C} -> fidelity {fid:.4f}")
+        if best is None or fid > best[0] + 1e-12:
+            best = (fid, C, asg)
+        if fid >= FIDELITY_TARGET:
+            break
+    fid, C, asg = best
+    return build(C, asg)

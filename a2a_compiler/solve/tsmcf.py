@@ -1,0 +1,346 @@
+"""Time-stepped MCF (tsMCF) on the time-expanded graph (Basu et al. §3.1.3, eqs. (15)–(20)).
+
+The time-expanded graph has layers ``0..L`` (``L = l_max``); step ``t`` moves
+data from layer ``t`` to layer ``t+1`` over a link ``u_t -> v_{t+1}`` or keeps it
+at its node (a hold arc ``u_t -> u_{t+1}``, buffering).  Data of commodity
+``(s, d)`` starts at ``s_0`` and is *sunk* at ``d`` when it arrives there over a
+link.  The LP minimises the schedule duration ``Σ_t U_t`` subject to
+
+* link capacity per step (16): ``Σ_k f_{k,e,t} <= U_t · cap_e``;
+* flow conservation at every ``(u, t)`` (equivalent to (17)–(18) with explicit
+  hold arcs) and unit demand (19);
+* the host–NIC bottleneck per step (§3.2.2, Fig. 2), when ``fabric.host_bw`` is
+  set, with ``hc = fabric.host_capacity``: ``forwarding="host"`` — every byte a
+  node receives in step ``t`` and every byte it sends in step ``t`` crosses its
+  host–NIC link: ``Σ_in load_t(v) <= U_t·hc`` and ``Σ_out load_t(v) <= U_t·hc``;
+  ``forwarding="nic"`` — only the bytes a node sources (its own data leaving it)
+  and sinks (data arriving at its destination) count.
+
+Flows are per unit demand, so ``Σ_t U_t`` is the all-to-all time in link-times
+and the equivalent concurrent flow is ``F = 1/Σ_t U_t``.
+
+Two solvers share one LP builder (:func:`_ts_lp`), parameterised by *groups*
+(a source and its sinks):
+
+* the full per-commodity LP (one group per ``(s, d)``), the reference;
+* the decomposed LP (§3.1.2 applied to §3.1.3): a master LP over one group per
+  source (aggregated flows sunk at every other node), then an exact split of
+  each source's flow on the time-expanded DAG into its destinations
+  (:func:`_split_by_destination`).  A single-source flow on a DAG always
+  decomposes into source–sink paths, so the master optimum *is* the full
+  optimum and the split keeps every per-step link and host load.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import shortest_path
+
+from ..errors import A2AError, DisconnectedError
+from ..fabric import Fabric
+from ..topology.model import Topology
+from .lp import solve_lp
+from .result import FlowSolution
+
+#: Relative improvement of ``Σ_t U_t`` below which the automatic l_max search stops.
+STEP_TOLERANCE = 1e-3
+#: The automatic search tries at most ``diameter + MAX_EXTRA_STEPS`` steps.
+MAX_EXTRA_STEPS = 6
+#: Flows below this (per unit demand) are LP noise and dropped.
+FLOW_EPS = 1e-9
+
+
+@dataclass(frozen=True, eq=False)
+class _Groups:
+    """LP commodity groups: group ``g`` starts at ``source[g]``; sink ``j`` of
+    group ``sink_group[j]`` absorbs ``1`` unit at node ``sink_node[j]``."""
+
+    source: np.ndarray
+    sink_group: np.ndarray
+    sink_node: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class _TSLPSolution:
+    objective: float
+    U: np.ndarray        # (L,) step loads
+    flow: np.ndarray     # (G, L, E) link flows per group and step
+    hold: np.ndarray     # (G, L-1, N) hold arcs layer t -> t+1, t = 0..L-2
+    sink: np.ndarray     # (J, L) sunk at layer t+1 (arrived in step t)
+    seconds: float
+
+
+def diameter(topology: Topology) -> int:
+    """Largest hop distance between two hosts; raises if some pair is disconnected."""
+    dist = shortest_path(topology.adjacency("ones"), unweighted=True)
+    if not np.all(np.isfinite(dist)):
+        raise DisconnectedError(f"{topology.spec}: some host cannot reach another; no all-to-all schedule exists")
+    return int(dist.max())
+
+
+def time_lower_bound(topology: Topology, fabric: Fabric) -> float:
+    """A lower bound on ``Σ_t U_t`` for any number of steps (distance bound).
+
+    Every shard ``(s, d)`` crosses at least ``dist(s, d)`` links, so
+    ``Σ_t U_t · Σ_e cap_e >= Σ_{s,d} dist(s, d)``.  With host forwarding and a
+    host–NIC bottleneck each hop also leaves (and enters) a host:
+    ``Σ_t U_t · N · hc >= Σ dist``; with NIC forwarding every host sources
+    ``N-1`` shards: ``Σ_t U_t · hc >= N-1``.
+    """
+    dist = shortest_path(topology.adjacency("ones"), unweighted=True)[: topology.n_hosts, : topology.n_hosts]
+    hops = float(dist.sum())
+    bound = hops / float(topology.capacity.sum())
+    if fabric.host_bw is not None:
+        n, hc = topology.n_hosts, fabric.host_capacity
+        bound = max(bound, hops / (n * hc) if fabric.forwarding == "host" else (n - 1) / hc)
+    return bound
+
+
+def _check(topology: Topology) -> None:
+    if topology.n_switches:
+        raise A2AError(
+            f"{topology.spec}: tsmcf schedules host-forwarded chunks over direct links; "
+            f"this topology has {topology.n_switches} switch(es) — use pmcf or mcf-extp"
+        )
+    if topology.n_hosts < 2:
+        raise A2AError(f"{topology.spec}: all-to-all needs at least 2 hosts")
+
+
+def _ts_lp(topology: Topology, fabric: Fabric, L: int, groups: _Groups) -> _TSLPSolution:
+    """Build and solve the time-stepped LP (15)–(20) for ``groups`` over ``L`` steps.
+
+    Column blocks: link flows ``(g, t, e)``, holds ``(g, t, u)`` for ``t < L-1``,
+    sinks ``(j, t)``, step loads ``U_t``.
+    """
+    N, E = topology.n_nodes, topology.n_links
+    src, dst, cap = topology.src, topology.dst, topology.capacity
+    G, J = len(groups.source), len(groups.sink_group)
+    H = max(L - 1, 0)
+    n_f, n_h, n_s = G * L * E, G * H * N, J * L
+    o_h, o_s, o_u = n_f, n_f + n_h, n_f + n_h + n_s
+    n_col = o_u + L
+
+    # Index grids.
+    fg, ft, fe = (a.ravel() for a in np.meshgrid(np.arange(G), np.arange(L), np.arange(E), indexing="ij"))
+    f_col = np.arange(n_f)
+    hg, ht, hu = (a.ravel() for a in np.meshgrid(np.arange(G), np.arange(H), np.arange(N), indexing="ij"))
+    h_col = o_h + np.arange(n_h)
+    sj, st = (a.ravel() for a in np.meshgrid(np.arange(J), np.arange(L), indexing="ij"))
+    s_col = o_s + np.arange(n_s)
+    sg, sv = groups.sink_group[sj], groups.sink_node[sj]
+
+    rows, cols, vals = [], [], []
+
+    def add(r, c, v):
+        rows.append(np.asarray(r))
+        cols.append(np.asarray(c))
+        vals.append(np.broadcast_to(np.asarray(v, dtype=float), np.shape(r)))
+
+    # Conservation at (g, layer, u): out - in = supply.   row = (g*(L+1) + layer)*N + u
+    def cons(g, layer, u):
+        return (g * (L + 1) + layer) * N + u
+
+    add(cons(fg, ft, src[fe]), f_col, 1.0)              # leaves u at layer t
+    add(cons(fg, ft + 1, dst[fe]), f_col, -1.0)         # enters v at layer t+1
+    add(cons(hg, ht, hu), h_col, 1.0)
+    add(cons(hg, ht + 1, hu), h_col, -1.0)
+    add(cons(sg, st + 1, sv), s_col, 1.0)               # sunk at layer t+1
+    n_cons = G * (L + 1) * N
+    supply = np.zeros(n_cons)
+    np.add.at(supply, cons(np.arange(G), 0, groups.source), np.bincount(groups.sink_group, minlength=G))
+    lo, hi = [supply], [supply]
+    r0 = n_cons
+
+    # A sink only absorbs what arrived over a link in that step: sink(j,t) - Σ_in f(g,t,e) <= 0.
+    in_links = sp.csr_array((np.ones(E), (dst, np.arange(E))), shape=(N, E))
+    jj, ee = sp.coo_array(in_links[sv]).coords
+    add(r0 + np.arange(n_s), s_col, 1.0)
+    add(r0 + jj, (sg[jj] * L + st[jj]) * E + ee, -1.0)
+    lo.append(np.full(n_s, -np.inf)), hi.append(np.zeros(n_s))
+    r0 += n_s
+
+    # Demand (19): Σ_t sink(j, t) = 1.
+    add(r0 + sj, s_col, 1.0)
+    lo.append(np.ones(J)), hi.append(np.ones(J))
+    r0 += J
+
+    # Link capacity per step (16): Σ_g f(g,t,e) - cap_e U_t <= 0.
+    add(r0 + ft * E + fe, f_col, 1.0)
+    te_t, te_e = np.divmod(np.arange(L * E), E)
+    add(r0 + te_t * E + te_e, o_u + te_t, -cap[te_e])
+    lo.append(np.full(L * E, -np.inf)), hi.append(np.zeros(L * E))
+    r0 += L * E
+
+    # Host–NIC bottleneck per step (§3.2.2): two rows per (t, host), in and out.
+    if fabric.host_bw is not None:
+        hc = fabric.host_capacity
+        tv_t, tv_v = np.divmod(np.arange(L * N), N)
+        r_in, r_out = r0 + tv_t * N + tv_v, r0 + L * N + tv_t * N + tv_v
+        if fabric.forwarding == "host":
+            add(r_in[ft * N + dst[fe]], f_col, 1.0)
+            add(r_out[ft * N + src[fe]], f_col, 1.0)
+        else:   # nic: only sunk bytes (in) and the source's own bytes (out)
+            add(r_in[st * N + sv], s_col, 1.0)
+            own = src[fe] == groups.source[fg]
+            add(r_out[ft[own] * N + src[fe[own]]], f_col[own], 1.0)
+        add(np.concatenate([r_in, r_out]), o_u + np.concatenate([tv_t, tv_t]), -hc)
+        lo.append(np.full(2 * L * N, -np.inf)), hi.append(np.zeros(2 * L * N))
+        r0 += 2 * L * N
+
+    A = sp.csc_array((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(r0, n_col))
+    c = np.zeros(n_col)
+    c[o_u:] = 1.0
+    res = solve_lp(c, A, np.concatenate(lo), np.concatenate(hi))
+    x = np.maximum(res.x, 0.0)
+    x[x < FLOW_EPS] = 0.0
+    return _TSLPSolution(
+        objective=res.objective,
+        U=x[o_u:].copy(),
+        flow=x[:n_f].reshape(G, L, E),
+        hold=x[o_h:o_s].reshape(G, H, N),
+        sink=x[o_s:o_u].reshape(J, L),
+        seconds=res.seconds,
+    )
+
+
+def _source_groups(n: int) -> _Groups:
+    s, v = np.divmod(np.arange(n * n), n)
+    keep = s != v
+    return _Groups(np.arange(n), s[keep], v[keep])
+
+
+def _commodity_groups(n: int) -> _Groups:
+    s, d = np.divmod(np.arange(n * n), n)
+    keep = s != d
+    k = int(keep.sum())
+    return _Groups(s[keep], np.arange(k), d[keep])
+
+
+def _split_by_destination(topology: Topology, sol: _TSLPSolution) -> tuple[np.ndarray, ...]:
+    """Split each source's aggregated time-expanded flow into per-destination flows.
+
+    Proportional (exact) flow decomposition on the DAG, backwards from the last
+    layer: ``φ[d, v]`` is how much of the flow through node-time ``v_t`` ends at
+    ``d``; an arc into ``v_t`` carrying ``a`` is split as ``a·φ[d, v]/Σ_d φ[·, v]``.
+    Conservation per destination follows from the aggregate conservation.
+    Returns COO ``(row = s*N+d, col = t*E+e, value)``.
+    """
+    N, E = topology.n_nodes, topology.n_links
+    src, dst = topology.src, topology.dst
+    G, L, _ = sol.flow.shape
+    out_links = sp.csr_array((np.ones(E), (src, np.arange(E))), shape=(N, E))
+    sinks = sol.sink.reshape(N, N - 1, L)   # source groups: sink j = s*(N-1) + (index of v among v != s)
+    rows, cols, vals = [], [], []
+    eye = np.eye(N)
+    for s in range(N):
+        others = np.delete(np.arange(N), s)
+        sunk = np.zeros((N, L))              # sunk[v, t]
+        sunk[others] = sinks[s]
+        phi = eye * sunk[:, L - 1]           # layer L: φ[d, v] = sink at v for d = v
+        for t in range(L - 1, -1, -1):
+            total = phi.sum(axis=0)
+            ratio = np.divide(phi, total, out=np.zeros_like(phi), where=total > FLOW_EPS)
+            f = sol.flow[s, t] * ratio[:, dst]                 # (d, e)
+            phi = (out_links @ f.T).T
+            if t < L - 1:
+                phi = phi + sol.hold[s, t] * ratio
+            if t > 0:
+                phi = phi + eye * sunk[:, t - 1]
+            d, e = np.nonzero(f > FLOW_EPS)
+            keep = d != s
+            rows.append(s * N + d[keep])
+            cols.append(t * E + e[keep])
+            vals.append(f[d[keep], e[keep]])
+    return np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
+
+
+def _solve_steps(topology, fabric, L, decomposed):
+    N = topology.n_nodes
+    if decomposed:
+        sol = _ts_lp(topology, fabric, L, _source_groups(N))
+    else:
+        sol = _ts_lp(topology, fabric, L, _commodity_groups(N))
+    return sol
+
+
+def tsmcf(
+    topology: Topology,
+    fabric: Fabric,
+    *,
+    steps: int | None = None,
+    decomposed: bool = True,
+    progress=None,
+) -> FlowSolution:
+    """Optimal time-stepped all-to-all flow (Basu et al. §3.1.3, eqs. (15)–(20)).
+
+    Parameters
+    ----------
+    topology : a switchless topology (chunks are forwarded by hosts over links).
+    fabric : link/host bandwidths and forwarding mode; ``host_bw`` adds the
+        per-step host–NIC constraints (§3.2.2).
+    steps : ``l_max``, the number of time steps.  ``None`` chooses it: try
+        ``diameter, diameter+1, ...`` while ``Σ_t U_t`` improves by more than
+        :data:`STEP_TOLERANCE` (relative), at most ``diameter + MAX_EXTRA_STEPS``.
+    decomposed : solve the source-grouped master LP and split flows per
+        destination (default, scales to hundreds of nodes); ``False`` solves the
+        full per-commodity LP (reference).
+    progress : optional callable receiving one-line progress messages.
+
+    Returns
+    -------
+    FlowSolution with ``n_steps = l_max``, ``step_loads = U_t``, per-step
+    per-commodity link flows (column ``t*n_links + e``), ``concurrent_flow =
+    1/Σ_t U_t``.  ``upper_bound`` equals ``concurrent_flow``: the LP is solved to
+    optimality, which certifies that no ``l_max``-step fractional schedule is
+    faster (the static MCF optimum bounds every ``l_max``).
+    """
+    _check(topology)
+    diam = diameter(topology)
+    if steps is not None and steps < diam:
+        raise A2AError(f"--steps {steps}: a {topology.spec} schedule needs at least diameter = {diam} steps")
+    candidates = [steps] if steps is not None else range(diam, diam + MAX_EXTRA_STEPS + 1)
+    bound = time_lower_bound(topology, fabric)
+    t0 = time.perf_counter()
+    best, tried = None, []
+    for L in candidates:
+        sol = _solve_steps(topology, fabric, L, decomposed)
+        tried.append([L, sol.objective])
+        if progress:
+            progress(f"tsmcf: {L} steps -> sum U_t = {sol.objective:.6g} ({sol.seconds:.2f} s LP)")
+        if best is not None and sol.objective > best.objective * (1 - STEP_TOLERANCE):
+            break
+        best = sol
+        if sol.objective <= bound * (1 + STEP_TOLERANCE):
+            break   # more steps cannot beat the distance bound
+    lp_seconds = time.perf_counter() - t0
+    L = best.flow.shape[1]
+    N, E = topology.n_nodes, topology.n_links
+    t1 = time.perf_counter()
+    if decomposed:
+        r, c, v = _split_by_destination(topology, best)
+    else:
+        g, t, e = np.nonzero(best.flow)
+        grp = _commodity_groups(N)
+        r, c, v = grp.source[g] * N + grp.sink_node[g], t * E + e, best.flow[g, t, e]
+    flows = sp.csr_array((v, (r, c)), shape=(N * N, L * E))
+    total = float(best.U.sum())
+    F = 1.0 / total
+    return FlowSolution(
+        method="tsmcf",
+        spec=topology.spec,
+        fabric=fabric,
+        n_hosts=topology.n_hosts,
+        n_links=E,
+        concurrent_flow=F,
+        upper_bound=F,
+        timings={"lp": lp_seconds, "split": time.perf_counter() - t1},
+        n_steps=L,
+        step_loads=best.U.copy(),
+        link_flows=flows,
+        info={"l_max": L, "diameter": diam, "distance_bound_time": bound, "decomposed": decomposed, "objective_by_steps": tried},
+    )
