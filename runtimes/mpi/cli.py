@@ -1,0 +1,293 @@
+"""``a2a run`` / ``python -m runtimes.mpi``: execute a schedule, check it byte-exact, measure it.
+
+Run under ``mpiexec -n N``.  For each per-peer shard size ``m`` of a sweep
+(like nccl-tests: ``-b 1K -e 1M -f 2``) it times the schedule and native
+``MPI_Alltoall`` on the same communicator and reports time, algorithm
+bandwidth ``(N-1)·m/T`` (Basu et al. §2.2), the ratio to native and, given the
+link bandwidth and the MCF flow value ``F``, the fraction of the throughput
+upper bound ``(N-1)·F·b`` (§5.2).  Importing this module does not initialise MPI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import traceback
+import types
+
+from a2a_compiler.errors import A2AError
+
+from .plan import ROUTE_MODES
+
+DESCRIPTION = """\
+Execute an all-to-all schedule on MPI_COMM_WORLD (run it under mpiexec -n N), check every received byte,
+and time it against native MPI_Alltoall over a size sweep, like nccl-tests.
+
+Formats: MSCCL XML (thread blocks, dependencies, s/r/rcs/cpy/nop), oneCCL-style XML (steps + sync) and
+MPI path schedules (routes; --route-mode relay|direct). Each rank reads FILE.
+"""
+
+EPILOG = """\
+sizes are the per-peer shard size m in bytes (buffers hold N*m bytes per rank); K/M/G are powers of 1024.
+When the schedule's C chunks per shard do not divide m, shards are padded internally to C*ceil(m/C)
+bytes (one extra copy in and out, included in the time). Errors (missing or invalid file, a schedule for
+another rank count) are printed once by rank 0 and every rank exits 2; a failed check exits 1; the
+watchdog (--timeout) aborts the whole job with code 124. See docs/runtime.md.
+
+example:  mpiexec -n 8 a2a run hypercube-3.xml -b 1K -e 4M --link-bw 25Gbps --mcf-flow 0.0833333
+"""
+
+CHECK_MODES = ("first-last", "all", "none")
+
+
+def parse_size(text: str) -> int:
+    """``'64M'`` -> 67108864 (K, M, G are powers of 1024; a bare number is bytes)."""
+    m = re.fullmatch(r"\s*(\d+)\s*([KkMmGg]?)(?:i?B)?\s*", text)
+    if not m:
+        raise argparse.ArgumentTypeError(f"cannot parse size {text!r}; use e.g. 4096, 1K, 64M")
+    value = int(m.group(1)) * 1024 ** " KMG".index(m.group(2).upper() or " ")
+    if value < 1:
+        raise argparse.ArgumentTypeError("sizes must be at least 1 byte")
+    return value
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", metavar="FILE",
+                   help="schedule: MSCCL XML (ours or other tools'), oneCCL-style XML, or MPI path schedule XML")
+    p.add_argument("-b", "--minbytes", type=parse_size, default=parse_size("1K"), metavar="SIZE",
+                   help="smallest per-peer shard size m (default 1K)")
+    p.add_argument("-e", "--maxbytes", type=parse_size, default=parse_size("1M"), metavar="SIZE",
+                   help="largest per-peer shard size m (default 1M)")
+    p.add_argument("-f", "--stepfactor", type=int, default=2, metavar="F",
+                   help="multiply the size by F between sweep points (default 2)")
+    p.add_argument("-n", "--iters", type=int, default=20, metavar="I", help="timed iterations per size (default 20)")
+    p.add_argument("-w", "--warmup", type=int, default=5, metavar="W",
+                   help="untimed warm-up iterations per size (default 5)")
+    p.add_argument("--check", choices=CHECK_MODES, default="first-last",
+                   help="verify every received byte after the first and last iterations (default), "
+                        "after every iteration, or never")
+    p.add_argument("--route-mode", choices=ROUTE_MODES, default="relay",
+                   help="MPI path schedules only: 'relay' forwards each chunk hop by hop through the ranks on its "
+                        "route (switches are skipped), 'direct' sends it end to end tagged with its route id "
+                        "(default relay)")
+    p.add_argument("--link-bw", metavar="BW",
+                   help="link bandwidth b (e.g. 25Gbps, 3.125GB/s): report the fraction of the MCF bound (N-1)*F*b")
+    p.add_argument("--mcf-flow", type=float, metavar="F",
+                   help="MCF flow value F per commodity in link units (as printed by 'a2a solve'); "
+                        "needed with --link-bw, since schedule files do not record it")
+    p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+                   help="abort the whole job (MPI_Abort) when a rank makes no progress for this long: a dead rank "
+                        "or a deadlocking schedule never hangs (default 60; 0 disables)")
+    p.add_argument("--json", action="store_true", help="print one JSON object (rank 0) instead of the table")
+
+
+def launcher_rank() -> int:
+    """This process's rank as told by the launcher (before MPI starts), 0 if unknown."""
+    for var in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK"):
+        if os.environ.get(var, "").isdigit():
+            return int(os.environ[var])
+    return 0
+
+
+def quiet_errors(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Make ``parser`` print usage errors on rank 0 only (every rank still exits 2)."""
+    def error(self, message):
+        if launcher_rank() == 0:
+            self.print_usage(sys.stderr)
+            print(f"{self.prog}: error: {message}", file=sys.stderr)
+        sys.exit(2)
+
+    parser.error = types.MethodType(error, parser)
+    return parser
+
+
+def sweep_sizes(args) -> list[int]:
+    if args.stepfactor < 2:
+        raise A2AError("-f/--stepfactor must be >= 2")
+    if args.minbytes > args.maxbytes:
+        raise A2AError(f"-b {args.minbytes} is larger than -e {args.maxbytes}")
+    if args.iters < 1 or args.warmup < 0:
+        raise A2AError("--iters must be >= 1 and --warmup >= 0")
+    if (args.link_bw is None) != (args.mcf_flow is None):
+        raise A2AError("--link-bw and --mcf-flow go together: the bound (N-1)*F*b needs both")
+    if args.mcf_flow is not None and not args.mcf_flow > 0:
+        raise A2AError("--mcf-flow must be positive")
+    sizes, m = [], args.minbytes
+    while m <= args.maxbytes:
+        sizes.append(m)
+        m *= args.stepfactor
+    return sizes
+
+
+def _check_memory(a2a, m: int, local_ranks: int) -> None:
+    """Refuse a sweep whose buffers cannot fit in this node's available memory."""
+    try:
+        with open("/proc/meminfo") as fh:
+            avail = next(int(line.split()[1]) * 1024 for line in fh if line.startswith("MemAvailable:"))
+    except (OSError, StopIteration, ValueError):
+        return
+    p = a2a.plan
+    c = a2a.chunk_bytes(m)
+    padded = 2 * p.nranks * p.chunks_per_shard * c if c * p.chunks_per_shard != m else 0
+    need = local_ranks * (3 * p.nranks * m + padded + p.scratch_chunks * c)
+    if need > 0.8 * avail:
+        raise A2AError(f"-e {m}: {local_ranks} ranks on this node need ~{need / 2**30:.1f} GiB of buffers, "
+                       f"only {avail / 2**30:.1f} GiB available; lower -e")
+
+
+def _timed(comm, fn, send, recv, n_warm, n_iter, check, watchdog):
+    """Run ``fn`` warm-up + timed iterations; returns (per-iteration max-over-ranks times, first error)."""
+    import numpy as np
+    from mpi4py import MPI
+
+    from .pattern import first_error
+
+    total = n_warm + n_iter
+    times = np.zeros(n_iter)
+    error = None
+    for it in range(total):
+        verify = check == "all" or (check == "first-last" and it in (0, total - 1))
+        if verify:
+            recv.fill(0xA5)
+        comm.Barrier()
+        t0 = MPI.Wtime()
+        fn(send, recv)
+        dt = MPI.Wtime() - t0
+        if it >= n_warm:
+            times[it - n_warm] = dt
+        if verify and error is None:
+            error = first_error(recv, comm.rank, comm.size)
+            if error:
+                error = f"iteration {it}: {error}"
+        watchdog.kick()
+    comm.Allreduce(MPI.IN_PLACE, times, op=MPI.MAX)
+    return times, error
+
+
+def main(args, prog: str) -> int:
+    """Entry point shared by ``a2a run`` and ``python -m runtimes.mpi``."""
+    import numpy as np
+    from mpi4py import MPI
+
+    from a2a_compiler.fabric import parse_bandwidth
+
+    from .executor import Alltoall, agree
+    from .watchdog import Watchdog
+
+    comm = MPI.COMM_WORLD
+    rank, N = comm.rank, comm.size
+    out = sys.stdout if rank == 0 else None
+    with Watchdog(args.timeout, comm, prog) as watchdog:
+        try:
+            sizes = agree(comm, lambda: sweep_sizes(args))
+            link_bw = agree(comm, lambda: args.link_bw and parse_bandwidth(args.link_bw, "--link-bw"))
+            a2a = Alltoall(args.file, comm, route_mode=args.route_mode)
+            local = comm.Split_type(MPI.COMM_TYPE_SHARED)
+            local_ranks = local.size
+            local.Free()
+            agree(comm, lambda: _check_memory(a2a, sizes[-1], local_ranks))
+        except A2AError as exc:
+            if rank == 0:
+                print(f"{prog}: error: {exc}", file=sys.stderr)
+            return 2
+        watchdog.kick()
+        p = a2a.plan
+        bound = (N - 1) * args.mcf_flow * link_bw if link_bw else None
+        header = {
+            "schedule": str(args.file), "name": p.name, "format": p.format, "nranks": N,
+            "chunks_per_shard": p.chunks_per_shard, "scratch_chunks": p.scratch_chunks,
+            "route_mode": p.route_mode, "iters": args.iters, "warmup": args.warmup, "check": args.check,
+            "link_bw_Bps": link_bw or None, "mcf_flow": args.mcf_flow,
+            "bound_GBps": bound / 1e9 if bound else None,
+        }
+        if out and not args.json:
+            _print_header(out, header)
+        try:
+            results, failures = _sweep(args, a2a, sizes, header, bound, watchdog, out)
+        except A2AError as exc:  # raised on one rank mid-run: the others are blocked, abort them
+            print(f"{prog}: error: {exc}", file=sys.stderr, flush=True)
+            comm.Abort(1)
+        except BaseException:  # a bug or an interrupt on one rank: never leave the others waiting
+            traceback.print_exc()
+            sys.stderr.flush()
+            comm.Abort(1)
+        failures = comm.bcast(failures)
+        a2a.free()
+    return 1 if failures else 0
+
+
+def _sweep(args, a2a, sizes, header, bound, watchdog, out):
+    import numpy as np
+
+    from .pattern import fill
+
+    comm, p = a2a.comm, a2a.plan
+    rank, N = comm.rank, comm.size
+    results, failures = [], 0
+    for m in sizes:
+        send = np.empty(N * m, np.uint8)
+        recv = np.empty(N * m, np.uint8)
+        fill(send, rank, N)
+        t_ours, err = _timed(comm, a2a, send, recv, args.warmup, args.iters, args.check, watchdog)
+        t_nat, nerr = _timed(comm, comm.Alltoall, send, recv, args.warmup, args.iters,
+                             "none" if args.check == "none" else "first-last", watchdog)
+        errors = [e for e in comm.gather(err) or () if e]
+        nerrors = [e for e in comm.gather(nerr) or () if e]
+        if rank != 0:
+            continue
+        med, nmed = float(np.median(t_ours)), float(np.median(t_nat))
+        algbw, nalgbw = (N - 1) * m / med / 1e9, (N - 1) * m / nmed / 1e9
+        verified = args.check != "none" and not errors
+        failures += bool(errors)
+        rec = {
+            "bytes": m, "chunk_bytes": a2a.chunk_bytes(m), "padded": a2a.chunk_bytes(m) * p.chunks_per_shard != m,
+            "time_min_s": float(t_ours.min()), "time_median_s": med, "time_max_s": float(t_ours.max()),
+            "algbw_GBps": algbw,
+            "native_time_min_s": float(t_nat.min()), "native_time_median_s": nmed,
+            "native_time_max_s": float(t_nat.max()), "native_algbw_GBps": nalgbw,
+            "ratio_to_native": algbw / nalgbw,
+            "bound_fraction": algbw * 1e9 / bound if bound else None,
+            "verified": verified, "error": errors[0] if errors else None,
+            "native_verified": args.check != "none" and not nerrors,
+        }
+        results.append(rec)
+        if not args.json:
+            _print_row(out, rec, bound is not None)
+            for e in errors[:3]:
+                print(f"#   FAILED {e}", file=out, flush=True)
+    if rank == 0:
+        if args.json:
+            json.dump({**header, "results": results}, out, indent=1)
+            out.write("\n")
+        elif failures:
+            print(f"# {failures} size(s) FAILED the byte-exact check", file=out)
+        else:
+            print("# all sizes verified" if args.check != "none" else "# not verified (--check none)", file=out)
+        out.flush()
+    return results, failures
+
+
+def _print_header(out, h: dict) -> None:
+    rm = f", route-mode {h['route_mode']}" if h["route_mode"] else ""
+    print(f"# {h['schedule']}: {h['format']} schedule {h['name']!r}, {h['nranks']} ranks, "
+          f"{h['chunks_per_shard']} chunk(s)/shard, {h['scratch_chunks']} scratch chunk(s) on this rank{rm}", file=out)
+    print(f"# {h['iters']} iterations after {h['warmup']} warm-up; time = max over ranks per iteration; "
+          f"algbw = (N-1)*bytes/time_median; check: {h['check']}", file=out)
+    if h["bound_GBps"]:
+        print(f"# MCF bound (N-1)*F*b = {h['bound_GBps']:.3f} GB/s (F = {h['mcf_flow']:g})", file=out)
+    cols = ["bytes", "chunk", "min(us)", "median(us)", "max(us)", "algbw(GB/s)", "native(us)", "native(GB/s)",
+            "ratio"] + (["%bound"] if h["bound_GBps"] else []) + ["check"]
+    print("#" + "".join(f"{c:>13}" for c in cols), file=out, flush=True)
+
+
+def _print_row(out, r: dict, bound: bool) -> None:
+    cells = [r["bytes"], r["chunk_bytes"], f"{r['time_min_s'] * 1e6:.1f}", f"{r['time_median_s'] * 1e6:.1f}",
+             f"{r['time_max_s'] * 1e6:.1f}", f"{r['algbw_GBps']:.3f}", f"{r['native_time_median_s'] * 1e6:.1f}",
+             f"{r['native_algbw_GBps']:.3f}", f"{r['ratio_to_native']:.3f}"]
+    if bound:
+        cells.append(f"{100 * r['bound_fraction']:.1f}")
+    cells.append("ok" if r["verified"] else ("FAILED" if r["error"] else "-"))
+    print(" " + "".join(f"{c:>13}" for c in cells), file=out, flush=True)

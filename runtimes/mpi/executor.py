@@ -1,0 +1,243 @@
+"""Execute a :class:`~runtimes.mpi.plan.RankPlan` with nonblocking mpi4py point-to-point calls.
+
+Messages are raw bytes sent through the buffer protocol straight from numpy
+views of the user's buffers (no pickling, no packing): chunk ``j`` of a buffer
+is row ``j`` of a ``(chunks, chunk_bytes)`` uint8 view, so a message of ``cnt``
+consecutive chunks is one contiguous slice.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+from mpi4py import MPI
+
+from a2a_compiler.errors import A2AError
+
+from .plan import (BUF_I, BUF_O, CPY, RCS, RECV, SEND, MscclPlan, OnecclPlan, PathPlan, RankPlan,
+                   build_plan, load_schedule)
+
+
+def agree(comm, fn):
+    """Run ``fn()`` on every rank and make its failure collective.
+
+    If any rank raises, every rank raises :class:`A2AError` with the lowest
+    failing rank's message (prefixed by that rank when the ranks disagree), so
+    no rank is left waiting for the others.  A non-:class:`A2AError` exception
+    (a bug) is re-raised with its traceback on the rank where it happened.
+    """
+    result, err, bug = None, None, None
+    try:
+        result = fn()
+    except A2AError as exc:
+        err = str(exc)
+    except Exception as exc:  # noqa: BLE001 - re-raised below after the ranks agree
+        bug, err = exc, f"internal error: {type(exc).__name__}: {exc}"
+    errors = comm.allgather(err)
+    if bug is not None:
+        raise bug
+    failed = [(r, e) for r, e in enumerate(errors) if e is not None]
+    if failed:
+        if len(failed) == comm.size and len({e for _, e in failed}) == 1:
+            raise A2AError(failed[0][1])
+        raise A2AError(f"rank {failed[0][0]}: {failed[0][1]}")
+    return result
+
+
+class Alltoall:
+    """A compiled all-to-all schedule bound to a communicator, callable like ``comm.Alltoall``.
+
+    ``schedule`` is a file path (MSCCL XML, oneCCL-style XML or MPI path
+    schedule; every rank reads it) or an already loaded program
+    (:mod:`a2a_compiler.lower.programs`).  Construction is collective: it
+    builds this rank's plan once, checks it fits the communicator, duplicates
+    the communicator (so schedule traffic never mixes with yours) and raises
+    :class:`A2AError` on every rank if any rank fails.
+
+    ``a2a(sendbuf, recvbuf)`` transposes like ``MPI_Alltoall``: both are
+    contiguous arrays of ``N*m`` bytes (any dtype), block ``d`` of ``sendbuf``
+    goes to rank ``d``, block ``s`` of ``recvbuf`` comes from rank ``s``.  All
+    ranks must pass the same size.  When the schedule's ``C`` chunks per shard
+    do not divide ``m``, shards are padded to ``C*ceil(m/C)`` bytes in internal
+    buffers (one extra copy in and out); otherwise no copy is made.
+
+    >>> a2a = Alltoall("torus-3x3x3.xml", MPI.COMM_WORLD)   # doctest: +SKIP
+    >>> a2a(send, recv)                                       # doctest: +SKIP
+    """
+
+    def __init__(self, schedule, comm=None, *, route_mode: str = "relay"):
+        comm = MPI.COMM_WORLD if comm is None else comm
+
+        def setup():
+            if isinstance(schedule, (str, os.PathLike)):
+                fmt, program = load_schedule(schedule)
+            else:
+                program = schedule
+            return build_plan(program, comm.size, comm.rank, route_mode)
+
+        self.plan: RankPlan = agree(comm, setup)
+        self.comm = comm.Dup()
+        self._layouts: dict[int, tuple] = {}
+
+    @property
+    def format(self) -> str:
+        return self.plan.format
+
+    def free(self) -> None:
+        """Release the duplicated communicator (collective)."""
+        if self.comm != MPI.COMM_NULL:
+            self.comm.Free()
+
+    def chunk_bytes(self, m: int) -> int:
+        """Bytes per chunk for a per-peer shard of ``m`` bytes (``ceil(m / C)``)."""
+        return -(-m // self.plan.chunks_per_shard)
+
+    def _layout(self, m: int):
+        """Cached per shard size: chunk bytes, padded staging buffers (or None), scratch."""
+        lay = self._layouts.get(m)
+        if lay is None:
+            p = self.plan
+            c = self.chunk_bytes(m)
+            nchunks = p.nranks * p.chunks_per_shard
+            pad = None
+            if c * p.chunks_per_shard != m:
+                pad = (np.zeros((nchunks, c), np.uint8), np.zeros((nchunks, c), np.uint8))
+            lay = (c, pad, np.empty((p.scratch_chunks, c), np.uint8))
+            self._layouts = {m: lay}  # keep only the latest size's buffers
+        return lay
+
+    def __call__(self, sendbuf, recvbuf) -> None:
+        p = self.plan
+        send = _byte_view(sendbuf, "sendbuf", writable=False)
+        recv = _byte_view(recvbuf, "recvbuf", writable=True)
+        if send.size != recv.size:
+            raise A2AError(f"sendbuf has {send.size} bytes but recvbuf has {recv.size}")
+        if send.size == 0 or send.size % p.nranks:
+            raise A2AError(f"buffers must hold {p.nranks} equal nonempty shards; got {send.size} bytes")
+        m = send.size // p.nranks
+        c, pad, scratch = self._layout(m)
+        C = p.chunks_per_shard
+        if pad is None:
+            bufs = [send.reshape(-1, c), recv.reshape(-1, c), scratch]
+        else:
+            pad[0].reshape(p.nranks, C * c)[:, :m] = send.reshape(p.nranks, m)
+            bufs = [pad[0], pad[1], scratch]
+        if p.self_copy:
+            me = slice(p.rank * C, (p.rank + 1) * C)
+            bufs[BUF_O][me] = bufs[BUF_I][me]
+        body = p.body
+        if isinstance(body, MscclPlan):
+            run_msccl(body, bufs, self.comm)
+        elif isinstance(body, OnecclPlan):
+            run_oneccl(body, bufs, self.comm)
+        else:
+            run_paths(body, bufs, self.comm)
+        if pad is not None:
+            recv.reshape(p.nranks, m)[:] = pad[1].reshape(p.nranks, C * c)[:, :m]
+
+
+def _byte_view(buf, name: str, writable: bool) -> np.ndarray:
+    arr = np.asarray(buf)
+    if not arr.flags.c_contiguous:
+        raise A2AError(f"{name} must be a C-contiguous array")
+    if writable and not arr.flags.writeable:
+        raise A2AError(f"{name} is read-only")
+    return arr.reshape(-1).view(np.uint8)
+
+
+def run_msccl(plan: MscclPlan, bufs: list[np.ndarray], comm) -> None:
+    """Event loop over thread blocks (MSCCL semantics, docs/runtime.md).
+
+    A thread block starts its next step when the step's dependency (``depid``,
+    ``deps``) has completed.  ``s`` posts an Isend and completes at once (like
+    a push into the connection FIFO); ``r`` posts an Irecv and completes when
+    the data has arrived; ``rcs`` then also posts the Isend onward; ``cpy`` and
+    ``nop`` complete at once.  When nothing can start, wait for some request.
+    """
+    tbs = plan.tbs
+    nsteps = [len(tb.steps) for tb in tbs]
+    pc = [0] * len(tbs)          # next step to start
+    done = [0] * len(tbs)        # steps completed
+    busy = [False] * len(tbs)    # a receive is in flight
+    reqs: list = []              # outstanding requests
+    owner: list = []             # tb index of a receive, or the (buf, lo, hi) a send reads
+    remaining = sum(nsteps)
+    while remaining:
+        progressed = False
+        for t, tb in enumerate(tbs):
+            steps = tb.steps
+            while not busy[t] and pc[t] < nsteps[t]:
+                op, sb, so, db, do, cnt, depid, deps, hazard = steps[pc[t]]
+                if depid >= 0 and done[depid] <= deps:
+                    break
+                if hazard and _overlaps_send(owner, db, do, do + cnt):
+                    break
+                if op == SEND:
+                    reqs.append(comm.Isend(bufs[sb][so:so + cnt], tb.send, tb.tag))
+                    owner.append((sb, so, so + cnt))
+                elif op == RECV or op == RCS:
+                    reqs.append(comm.Irecv(bufs[db][do:do + cnt], tb.recv, tb.tag))
+                    owner.append(t)
+                    busy[t] = True
+                elif op == CPY:
+                    bufs[db][do:do + cnt] = bufs[sb][so:so + cnt]
+                pc[t] += 1
+                progressed = True
+                if not busy[t]:
+                    done[t] += 1
+                    remaining -= 1
+        if progressed or not remaining:
+            continue
+        if not reqs:
+            stuck = [f"tb {t} step {pc[t]}" for t in range(len(tbs)) if pc[t] < nsteps[t]]
+            raise A2AError(f"rank {comm.rank}: the schedule deadlocks locally (waiting: {', '.join(stuck[:5])})")
+        finished = set(MPI.Request.Waitsome(reqs) or ())
+        for i in finished:
+            t = owner[i]
+            if isinstance(t, int):
+                op, sb, so, db, do, cnt = tbs[t].steps[pc[t] - 1][:6]
+                if op == RCS:
+                    reqs.append(comm.Isend(bufs[db][do:do + cnt], tbs[t].send, tbs[t].tag))
+                    owner.append((db, do, do + cnt))
+                busy[t] = False
+                done[t] += 1
+                remaining -= 1
+        reqs = [r for i, r in enumerate(reqs) if i not in finished]
+        owner = [o for i, o in enumerate(owner) if i not in finished]
+    MPI.Request.Waitall(reqs)
+
+
+def _overlaps_send(owner: list, buf: int, lo: int, hi: int) -> bool:
+    return any(isinstance(o, tuple) and o[0] == buf and o[1] < hi and lo < o[2] for o in owner)
+
+
+def run_oneccl(plan: OnecclPlan, bufs: list[np.ndarray], comm) -> None:
+    """Per step: local copies, then every receive and send posted at once, wait-all at the sync."""
+    for copies, sends, recvs in plan.steps:
+        for sb, so, db, do, cnt in copies:
+            bufs[db][do:do + cnt] = bufs[sb][so:so + cnt]
+        reqs = [comm.Irecv(bufs[m.buf][m.off:m.off + m.cnt], m.peer, m.tag) for m in recvs]
+        reqs += [comm.Isend(bufs[m.buf][m.off:m.off + m.cnt], m.peer, m.tag) for m in sends]
+        MPI.Request.Waitall(reqs)
+
+
+def run_paths(plan: PathPlan, bufs: list[np.ndarray], comm) -> None:
+    """Post every receive and every origin send; forward relayed runs as they arrive."""
+    rreqs = [comm.Irecv(bufs[f.recv.buf][f.recv.off:f.recv.off + f.recv.cnt], f.recv.peer, f.recv.tag)
+             for f in plan.recvs]
+    sreqs = [comm.Isend(bufs[m.buf][m.off:m.off + m.cnt], m.peer, m.tag) for m in plan.sends]
+    forwards = [i for i, f in enumerate(plan.recvs) if f.send is not None]
+    if forwards:
+        pending = dict(zip(range(len(rreqs)), rreqs))
+        while pending:
+            keys = list(pending)
+            for j in MPI.Request.Waitsome([pending[k] for k in keys]) or ():
+                k = keys[j]
+                del pending[k]
+                m = plan.recvs[k].send
+                if m is not None:
+                    sreqs.append(comm.Isend(bufs[m.buf][m.off:m.off + m.cnt], m.peer, m.tag))
+    else:
+        MPI.Request.Waitall(rreqs)
+    MPI.Request.Waitall(sreqs)

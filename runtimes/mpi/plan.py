@@ -1,0 +1,402 @@
+"""Per-rank execution plans for the three lowered formats (docs/formats.md, docs/runtime.md).
+
+A plan is everything static about running one schedule on one rank: which
+messages it posts, in which order, with which tags, from and into which chunk
+ranges of the input (``i``), output (``o``) and scratch (``s``) buffers.  It is
+built once, without MPI, from the in-memory program
+(:mod:`a2a_compiler.lower.programs`); the executor (:mod:`runtimes.mpi.executor`)
+then only binds buffers and posts nonblocking operations.
+
+Every rank builds the plans from the whole file, so each rank also checks the
+properties a run relies on to neither crash nor hang: the rank count, buffer
+ranges, and that the k-th send on every connection matches the k-th receive
+with the same chunk count (Basu et al. §4: sends and receives are asynchronous,
+matched per connection in order).  Anything wrong raises :class:`FormatError`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+
+from a2a_compiler.errors import A2AError, FormatError
+from a2a_compiler.lower.programs import MpiPathProgram, MscclProgram, OnecclProgram
+
+#: Buffer ids: input, output, scratch.
+BUF_I, BUF_O, BUF_S = 0, 1, 2
+BUFFERS = {"i": BUF_I, "o": BUF_O, "s": BUF_S}
+#: MSCCL step opcodes.
+NOP, SEND, RECV, RCS, CPY = range(5)
+_OPCODES = {"nop": NOP, "s": SEND, "r": RECV, "rcs": RCS, "cpy": CPY}
+#: Largest tag we use; MPI guarantees MPI_TAG_UB >= 32767.
+TAG_LIMIT = 32768
+ROUTE_MODES = ("relay", "direct")
+
+
+@dataclass(frozen=True)
+class Message:
+    """One point-to-point message: ``cnt`` chunks at ``buf[off]``, to/from ``peer`` with ``tag``."""
+
+    peer: int
+    tag: int
+    buf: int
+    off: int
+    cnt: int
+
+
+@dataclass(frozen=True)
+class Forward:
+    """A relayed message: receive ``recv`` into scratch, then send the same chunks as ``send``."""
+
+    recv: Message
+    send: Message | None
+
+
+@dataclass(frozen=True)
+class MscclThreadBlock:
+    """A thread block's steps as ``(op, srcbuf, srcoff, dstbuf, dstoff, cnt, depid, deps, hazard)``.
+
+    ``hazard`` marks a step writing a chunk that is written more than once on
+    this rank (a reused scratch slot): it must wait until no in-flight send
+    still reads that chunk.
+    """
+
+    send: int
+    recv: int
+    tag: int
+    steps: tuple[tuple[int, ...], ...]
+
+
+@dataclass(frozen=True)
+class MscclPlan:
+    tbs: tuple[MscclThreadBlock, ...]
+
+
+@dataclass(frozen=True)
+class OnecclPlan:
+    """Per step: local copies ``(srcbuf, srcoff, dstbuf, dstoff, cnt)``, sends, receives."""
+
+    steps: tuple[tuple[tuple[tuple[int, ...], ...], tuple[Message, ...], tuple[Message, ...]], ...]
+
+
+@dataclass(frozen=True)
+class PathPlan:
+    """Sends posted at the start, and receives (relay hops forward on completion)."""
+
+    sends: tuple[Message, ...]
+    recvs: tuple[Forward, ...]
+
+
+@dataclass(frozen=True)
+class RankPlan:
+    """What one rank executes for one schedule, in chunk units.
+
+    ``self_copy``: the program does not write this rank's own output shard, so
+    the runtime copies it (docs/formats.md: the self shard is copied locally).
+    """
+
+    format: str
+    name: str
+    nranks: int
+    rank: int
+    chunks_per_shard: int
+    scratch_chunks: int
+    self_copy: bool
+    body: MscclPlan | OnecclPlan | PathPlan
+    route_mode: str | None = None
+
+
+# ----------------------------------------------------------------- helpers
+
+
+def _check_nranks(nranks: int, size: int) -> None:
+    if nranks != size:
+        raise A2AError(
+            f"the schedule is for {nranks} ranks but the communicator has {size}; run it with mpiexec -n {nranks}"
+        )
+
+
+def _check_range(where: str, buf: str, off: int, cnt: int, sizes: dict[str, int]) -> None:
+    if buf not in sizes:
+        raise FormatError(f"{where}: unknown buffer {buf!r} (expected one of {', '.join(sizes)})")
+    if cnt < 1 or off < 0 or off + cnt > sizes[buf]:
+        raise FormatError(f"{where}: chunks {off}..{off + cnt - 1} of buffer {buf!r} outside 0..{sizes[buf] - 1}")
+
+
+def _match_sequences(sends: dict, recvs: dict, what: str) -> None:
+    """Require the k-th send on every connection to meet a k-th receive of equal ``cnt``."""
+    for key in sorted(set(sends) | set(recvs)):
+        a, b = sends.get(key, []), recvs.get(key, [])
+        if a == b:
+            continue
+        src, dst, chan = key
+        for k, (x, y) in enumerate(zip(a, b)):
+            if x != y:
+                raise FormatError(
+                    f"{what} {chan}: send #{k} from rank {src} to rank {dst} carries {x} chunk(s) "
+                    f"but the matching receive expects {y}"
+                )
+        raise FormatError(
+            f"{what} {chan}: rank {src} sends {len(a)} message(s) to rank {dst} but rank {dst} receives {len(b)}"
+        )
+
+
+def _writes_own_shard(written: np.ndarray, rank: int, C: int) -> bool:
+    return bool(written[rank * C:(rank + 1) * C].all())
+
+
+def chunk_runs(chunks: tuple[int, ...]) -> list[tuple[int, int]]:
+    """Split a chunk list into ``(first, count)`` runs of consecutive indices, in order."""
+    runs: list[list[int]] = []
+    for k in chunks:
+        if runs and k == runs[-1][0] + runs[-1][1]:
+            runs[-1][1] += 1
+        else:
+            runs.append([k, 1])
+    return [tuple(r) for r in runs]
+
+
+# ------------------------------------------------------------------- MSCCL
+
+
+def plan_msccl(prog: MscclProgram, size: int, rank: int) -> RankPlan:
+    """Plan for an MSCCL ``<algo>`` (reference: docs msccl-xml notes, thread-block semantics).
+
+    Each ``tb`` runs its steps in order; a step with ``depid >= 0`` waits until
+    thread block ``depid`` has completed step ``deps``.  Connection
+    ``(peer, chan, direction)`` is a FIFO: the MPI tag is the channel.
+    """
+    if prog.coll.lower() != "alltoall":
+        raise FormatError(f"MSCCL algo {prog.name!r} is coll={prog.coll!r}; this runtime executes alltoall only")
+    _check_nranks(prog.ngpus, size)
+    N = prog.ngpus
+    if len(prog.gpus) != N or [g.id for g in prog.gpus] != list(range(N)):
+        raise FormatError(f"MSCCL algo {prog.name!r}: expected <gpu> ids 0..{N - 1}")
+    K = prog.nchunksperloop
+    if K < N or K % N:
+        raise FormatError(f"MSCCL nchunksperloop={K} is not a multiple of ngpus={N}; not an all-to-all chunking")
+    C = K // N
+    if prog.nchannels >= TAG_LIMIT:
+        raise FormatError(f"MSCCL nchannels={prog.nchannels} exceeds {TAG_LIMIT - 1}")
+    sends: dict = defaultdict(list)
+    recvs: dict = defaultdict(list)
+    mine = None
+    for gpu in prog.gpus:
+        if gpu.i_chunks != K or gpu.o_chunks != K:
+            raise FormatError(f"gpu {gpu.id}: i_chunks/o_chunks must equal nchunksperloop={K} for alltoall")
+        sizes = {"i": gpu.i_chunks, "o": gpu.o_chunks, "s": gpu.s_chunks}
+        tb_ids = [tb.id for tb in gpu.tbs]
+        if tb_ids != list(range(len(tb_ids))):
+            raise FormatError(f"gpu {gpu.id}: thread block ids must be 0..{len(tb_ids) - 1} in order")
+        conns: set = set()
+        for tb in gpu.tbs:
+            where = f"gpu {gpu.id} tb {tb.id}"
+            if not 0 <= tb.chan < max(prog.nchannels, 1):
+                raise FormatError(f"{where}: chan {tb.chan} outside 0..{prog.nchannels - 1}")
+            for peer, d in ((tb.send, "send"), (tb.recv, "recv")):
+                if peer == gpu.id or not -1 <= peer < N:
+                    raise FormatError(f"{where}: {d}={peer} is not another rank or -1")
+                if peer >= 0:
+                    if (peer, tb.chan, d) in conns:
+                        raise FormatError(f"{where}: a second thread block {d}s peer {peer} on channel {tb.chan}")
+                    conns.add((peer, tb.chan, d))
+            for j, st in enumerate(tb.steps):
+                w = f"{where} step {j}"
+                if st.s != j:
+                    raise FormatError(f"{w}: s={st.s}, steps must be numbered 0, 1, 2, ...")
+                op = _OPCODES.get(st.type)
+                if op is None:
+                    raise FormatError(f"{w}: step type {st.type!r} is not supported (all-to-all uses s r rcs cpy nop)")
+                if op in (SEND, CPY):
+                    _check_range(w, st.srcbuf, st.srcoff, st.cnt, sizes)
+                if op in (RECV, RCS, CPY):
+                    _check_range(w, st.dstbuf, st.dstoff, st.cnt, sizes)
+                    if st.dstbuf == "i":
+                        raise FormatError(f"{w}: writes into the input buffer, which the runtime never modifies")
+                if op == RCS and (st.srcbuf, st.srcoff) != (st.dstbuf, st.dstoff):
+                    raise FormatError(f"{w}: rcs must use the same buffer and offset for src and dst")
+                if op in (SEND, RCS):
+                    if tb.send < 0:
+                        raise FormatError(f"{w}: a send step in a thread block with send=-1")
+                    sends[(gpu.id, tb.send, tb.chan)].append(st.cnt)
+                if op in (RECV, RCS):
+                    if tb.recv < 0:
+                        raise FormatError(f"{w}: a receive step in a thread block with recv=-1")
+                    recvs[(tb.recv, gpu.id, tb.chan)].append(st.cnt)
+                if st.depid >= 0:
+                    if st.depid >= len(gpu.tbs) or not 0 <= st.deps < len(gpu.tbs[st.depid].steps):
+                        raise FormatError(f"{w}: depends on missing step {st.deps} of tb {st.depid}")
+                    if st.depid == tb.id and st.deps >= j:
+                        raise FormatError(f"{w}: depends on its own thread block's step {st.deps}, which comes later")
+        if gpu.id == rank:
+            mine = gpu
+    _match_sequences(sends, recvs, "MSCCL channel")
+    # Hazards: chunks this rank writes more than once (reused scratch slots).
+    counts = {b: np.zeros(n, dtype=np.int64) for b, n in (("o", mine.o_chunks), ("s", mine.s_chunks))}
+    for tb in mine.tbs:
+        for st in tb.steps:
+            if _OPCODES[st.type] in (RECV, RCS, CPY):
+                counts[st.dstbuf][st.dstoff:st.dstoff + st.cnt] += 1
+    tbs = []
+    for tb in mine.tbs:
+        steps = []
+        for st in tb.steps:
+            op = _OPCODES[st.type]
+            writes = op in (RECV, RCS, CPY)
+            hazard = writes and bool((counts[st.dstbuf][st.dstoff:st.dstoff + st.cnt] > 1).any())
+            steps.append((op, BUFFERS.get(st.srcbuf, -1), st.srcoff, BUFFERS.get(st.dstbuf, -1), st.dstoff,
+                          st.cnt, st.depid, st.deps, int(hazard)))
+        tbs.append(MscclThreadBlock(send=tb.send, recv=tb.recv, tag=tb.chan, steps=tuple(steps)))
+    return RankPlan("msccl", prog.name, N, rank, C, mine.s_chunks,
+                    not _writes_own_shard(counts["o"] > 0, rank, C), MscclPlan(tuple(tbs)))
+
+
+# ------------------------------------------------------------------ oneCCL
+
+
+def plan_oneccl(prog: OnecclProgram, size: int, rank: int) -> RankPlan:
+    """Plan for a oneCCL-style program (Basu et al. §4): per step, post every
+    send and receive asynchronously, wait for all of them at the step's sync.
+    The tag is the step index, so steps never mix."""
+    _check_nranks(prog.nranks, size)
+    N, C = prog.nranks, prog.chunks_per_shard
+    if C < 1:
+        raise FormatError(f"oneCCL chunks_per_shard={C} must be >= 1")
+    if [r.id for r in prog.ranks] != list(range(N)):
+        raise FormatError(f"oneCCL program {prog.name!r}: expected <rank> ids 0..{N - 1}")
+    sends: dict = defaultdict(list)
+    recvs: dict = defaultdict(list)
+    mine = None
+    for r in prog.ranks:
+        if r.i_chunks != N * C or r.o_chunks != N * C:
+            raise FormatError(f"rank {r.id}: i_chunks/o_chunks must equal nranks*chunks_per_shard={N * C}")
+        if len(r.steps) != prog.nsteps:
+            raise FormatError(f"rank {r.id}: lists {len(r.steps)} steps, nsteps={prog.nsteps}")
+        sizes = {"i": r.i_chunks, "o": r.o_chunks, "s": r.s_chunks}
+        for t, ops in enumerate(r.steps):
+            for op in ops:
+                w = f"rank {r.id} step {t} {op.kind}"
+                if op.kind in ("send", "recv") and (op.peer == r.id or not 0 <= op.peer < N):
+                    raise FormatError(f"{w}: peer {op.peer} is not another rank")
+                if op.kind in ("send", "copy"):
+                    _check_range(w, op.srcbuf, op.srcoff, op.cnt, sizes)
+                if op.kind in ("recv", "copy"):
+                    _check_range(w, op.dstbuf, op.dstoff, op.cnt, sizes)
+                    if op.dstbuf == "i":
+                        raise FormatError(f"{w}: writes into the input buffer, which the runtime never modifies")
+                if op.kind == "send":
+                    sends[(r.id, op.peer, t)].append(op.cnt)
+                elif op.kind == "recv":
+                    recvs[(op.peer, r.id, t)].append(op.cnt)
+                elif op.kind != "copy":
+                    raise FormatError(f"{w}: unknown operation (expected send, recv, copy)")
+        if r.id == rank:
+            mine = r
+    _match_sequences(sends, recvs, "oneCCL step")
+    written = np.zeros(N * C, dtype=bool)
+    steps = []
+    for t, ops in enumerate(mine.steps):
+        tag = t % TAG_LIMIT
+        copies = tuple((BUFFERS[o.srcbuf], o.srcoff, BUFFERS[o.dstbuf], o.dstoff, o.cnt) for o in ops if o.kind == "copy")
+        snd = tuple(Message(o.peer, tag, BUFFERS[o.srcbuf], o.srcoff, o.cnt) for o in ops if o.kind == "send")
+        rcv = tuple(Message(o.peer, tag, BUFFERS[o.dstbuf], o.dstoff, o.cnt) for o in ops if o.kind == "recv")
+        for o in ops:
+            if o.kind != "send" and o.dstbuf == "o":
+                written[o.dstoff:o.dstoff + o.cnt] = True
+        steps.append((copies, snd, rcv))
+    return RankPlan("oneccl", prog.name, N, rank, C, mine.s_chunks,
+                    not _writes_own_shard(written, rank, C), OnecclPlan(tuple(steps)))
+
+
+# ------------------------------------------------------------- MPI paths
+
+
+def plan_paths(prog: MpiPathProgram, size: int, rank: int, route_mode: str = "relay") -> RankPlan:
+    """Plan for an MPI path schedule (Basu et al. §4, path-based schedules).
+
+    ``direct``: each run of consecutive chunks of a ``send`` goes end to end
+    with tag ``route_id``, for a transport that steers tags onto routes.
+    ``relay``: the run is forwarded hop by hop through the ranks on the route
+    (switch nodes, ids >= nranks, are skipped: the network forwards); each hop
+    ``a -> b`` gets its own tag, numbered in file order per ``(a, b)``, so
+    relayed messages never depend on arrival order, and each relaying rank
+    stages the run in its own scratch slots.
+    """
+    if route_mode not in ROUTE_MODES:
+        raise A2AError(f"--route-mode must be one of {', '.join(ROUTE_MODES)}, got {route_mode!r}")
+    _check_nranks(prog.nranks, size)
+    N, C = prog.nranks, prog.chunks_per_shard
+    if C < 1:
+        raise FormatError(f"MPI path chunks_per_shard={C} must be >= 1")
+    sends: list[Message] = []
+    recvs: list[Forward] = []
+    written = np.zeros(N * C, dtype=bool)
+    hop_tags: dict = defaultdict(int)
+    scratch = 0
+    for ps in prog.sends:
+        w = f"send {ps.src}->{ps.dst} route {ps.route_id}"
+        if not (0 <= ps.src < N and 0 <= ps.dst < N) or ps.src == ps.dst:
+            raise FormatError(f"{w}: source and destination must be two different ranks below {N}")
+        if not ps.nodes or ps.nodes[0] != ps.src or ps.nodes[-1] != ps.dst:
+            raise FormatError(f"{w}: route must start at {ps.src} and end at {ps.dst}")
+        if any(not 0 <= n < prog.nnodes for n in ps.nodes):
+            raise FormatError(f"{w}: route node outside 0..{prog.nnodes - 1}")
+        if any(not 0 <= k < C for k in ps.chunks):
+            raise FormatError(f"{w}: chunk index outside 0..{C - 1}")
+        if not 0 <= ps.route_id < TAG_LIMIT:
+            raise FormatError(f"{w}: route_id must be in 0..{TAG_LIMIT - 1}")
+        hops = [n for n in ps.nodes if n < N] if route_mode == "relay" else [ps.src, ps.dst]
+        if len(set(hops)) != len(hops):
+            raise FormatError(f"{w}: route visits rank(s) twice")
+        for k0, cnt in chunk_runs(ps.chunks):
+            if ps.dst == rank:
+                written[ps.src * C + k0:ps.src * C + k0 + cnt] = True
+            if route_mode == "direct":
+                if ps.src == rank:
+                    sends.append(Message(ps.dst, ps.route_id, BUF_I, ps.dst * C + k0, cnt))
+                if ps.dst == rank:
+                    recvs.append(Forward(Message(ps.src, ps.route_id, BUF_O, ps.src * C + k0, cnt), None))
+                continue
+            prev = None  # the hop message that arrives at hops[h]
+            for a, b in zip(hops, hops[1:]):
+                tag = hop_tags[(a, b)]
+                hop_tags[(a, b)] += 1
+                if tag >= TAG_LIMIT:
+                    raise FormatError(f"more than {TAG_LIMIT} relayed messages from rank {a} to rank {b}")
+                if a == ps.src:
+                    out = Message(b, tag, BUF_I, ps.dst * C + k0, cnt)
+                    if a == rank:
+                        sends.append(out)
+                else:  # a relays: it received the run into scratch (prev), forwards it to b
+                    if a == rank:
+                        recvs.append(Forward(Message(prev[0], prev[1], BUF_S, scratch, cnt),
+                                             Message(b, tag, BUF_S, scratch, cnt)))
+                        scratch += cnt
+                prev = (a, tag)
+            if ps.dst == rank:
+                recvs.append(Forward(Message(prev[0], prev[1], BUF_O, ps.src * C + k0, cnt), None))
+    return RankPlan("mpi", prog.name, N, rank, C, scratch, not _writes_own_shard(written, rank, C),
+                    PathPlan(tuple(sends), tuple(recvs)), route_mode)
+
+
+# -------------------------------------------------------------- dispatch
+
+
+def load_schedule(path) -> tuple[str, object]:
+    """Read any schedule file the compiler emits (or MSCCL XML from other tools)."""
+    from a2a_compiler.lower import load_program
+
+    return load_program(path)
+
+
+def build_plan(program, size: int, rank: int, route_mode: str = "relay") -> RankPlan:
+    """Dispatch on the program type (see :mod:`a2a_compiler.lower.programs`)."""
+    if isinstance(program, MscclProgram):
+        return plan_msccl(program, size, rank)
+    if isinstance(program, OnecclProgram):
+        return plan_oneccl(program, size, rank)
+    if isinstance(program, MpiPathProgram):
+        return plan_paths(program, size, rank, route_mode)
+    raise A2AError(f"not a schedule program: {type(program).__name__}")
