@@ -157,7 +157,8 @@ def lower_msccl(schedule: LinkSchedule, *, channels: int | None = None, instance
     candidates = [channels] if channels is not None else range(1, MAX_AUTO_CHANNELS + 1)
     for k in candidates:
         gpus = _lower_gpus(place(schedule, lanes=k, instances=instances, max_cnt=MAX_CNT))
-        longest = max(((len(tb.steps), g.id, tb.id) for g in gpus for tb in g.tbs), default=(0, 0, 0))
+        longest = max(((len(tb.steps), -g.id, -tb.id) for g in gpus for tb in g.tbs), default=(0, 0, 0))
+        longest = (longest[0], -longest[1], -longest[2])
         if longest[0] <= MAX_STEPS_PER_TB:
             break
     else:

@@ -1,0 +1,152 @@
+"""MSCCL verification: executor rules, data movement, deadlock; hand-written and hand-broken files."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from a2a_compiler.errors import FormatError
+from a2a_compiler.lower.msccl import msccl_to_xml, parse_msccl
+from a2a_compiler.verify import verify_bytes
+from a2a_compiler.verify.msccl_rules import check_attributes, check_lexical
+from a2a_compiler.io import parse_xml
+
+DATA = Path(__file__).resolve().parent / "data"
+ALLPAIRS = (DATA / "msccl_tools_allpairs_3.xml").read_bytes()
+
+
+def _errors(data: bytes) -> list[str]:
+    return verify_bytes(data, "t.xml").messages()
+
+
+def _step_line(gpu: int, tb: int, s: int) -> str:
+    """The text of ``<step s=..>`` in tb ``tb`` of gpu ``gpu`` of the all-pairs file."""
+    text = ALLPAIRS.decode()
+    g = text.index(f'<gpu id="{gpu}"')
+    t = text.index(f'<tb id="{tb}"', g)
+    m = re.compile(rf'\s*<step s="{s}" [^\n]*\n').search(text, t)
+    return m.group(0)
+
+
+def test_hand_written_msccl_tools_style_file_verifies():
+    report = verify_bytes(ALLPAIRS, "allpairs.xml")
+    assert report.valid, report.messages()
+    assert (report.format, report.ranks, report.chunks_per_shard) == ("msccl", 3, 1)
+    assert report.perf.predicted_time == 1.0  # one shard over every link, in one level
+
+
+def test_changed_receive_offset_fails_data_movement():
+    line = _step_line(1, 0, 1)  # gpu 1 receives gpu 0's chunk into o[0]
+    broken = ALLPAIRS.replace(line.encode(), line.replace('dstoff="0"', 'dstoff="2"').encode())
+    report = verify_bytes(broken, "t.xml")
+    assert not report.valid and not report.errors["executor rules"]
+    assert "gpu 1: output chunk o[0] (chunk 0 from gpu 0) is never written" in report.errors["data movement"]
+    assert any("gpu 1 tb 1 step 1: overwrites output chunk o[2] already written by tb 0 step 1" in m
+               for m in report.errors["data movement"])
+
+
+def test_missing_attribute():
+    line = _step_line(0, 0, 0)
+    errs = _errors(ALLPAIRS.replace(line.encode(), line.replace(' cnt="1"', "").encode()))
+    assert "executor rules: gpu 0 tb 0 step 0: <step> is missing required attribute 'cnt'" in errs
+
+
+def test_xml_declaration_and_tab_and_newline_in_tag():
+    assert check_lexical(b'<?xml version="1.0"?>\n' + ALLPAIRS) == [
+        "line 1: XML declaration <?xml ...?> is not allowed (the executor's tokenizer fails on '?')"]
+    assert check_lexical(b"<!-- c -->\n<gpu/>") == ["line 2: the first element is <gpu>, the executor requires <algo>"]
+    assert "line 4: tab character (indent with spaces only)" in check_lexical(ALLPAIRS.replace(b"\n    <tb", b"\n\t<tb", 1))
+    assert check_lexical(ALLPAIRS.replace(b'" proto=', b'"\n proto=', 1)) == [
+        "line 1: newline inside the <algo> tag (each tag must stay on one line)"]
+    assert check_lexical(ALLPAIRS.replace(b'name="alltoall_allpairs_3"', b"name='x'")) == [
+        "line 1: single-quoted attribute in <algo> (use double quotes)"]
+    assert check_lexical(ALLPAIRS) == []
+    assert any("XML declaration" in m for m in _errors(b'<?xml version="1.0"?>\n' + ALLPAIRS))
+
+
+def test_65_steps_in_a_thread_block():
+    prog = parse_msccl(ALLPAIRS)
+    g0 = prog.gpus[0]
+    cpy = g0.tbs[2].steps[0]
+    tb = g0.tbs[2].__class__(2, -1, -1, 0, tuple(cpy.__class__(s, "cpy", "i", 0, "s", s, 1, -1, -1, 0)
+                                                 for s in range(65)))
+    gpu = g0.__class__(0, 3, 3, 65, (g0.tbs[0], g0.tbs[1], tb))
+    data = msccl_to_xml(prog.__class__(**{**prog.__dict__, "gpus": (gpu, *prog.gpus[1:])}))
+    errs = _errors(data)
+    assert "executor rules: gpu 0 tb 2: 65 steps, over the executor's limit of 64 steps per tb" in errs
+
+
+def test_chunk_sent_twice():
+    s0, r1 = _step_line(0, 0, 0), _step_line(1, 0, 1)
+    data = ALLPAIRS.replace(s0.encode(), (s0 + s0.replace('s="0"', 's="1"')).encode())
+    data = data.replace(_step_line(0, 0, 1).encode(), _step_line(0, 0, 1).replace('s="1"', 's="2"').encode())
+    data = data.replace(r1.encode(), (r1 + r1.replace('s="1"', 's="2"')).encode())
+    report = verify_bytes(data, "t.xml")
+    assert not report.errors["executor rules"]
+    assert "gpu 1 tb 0 step 2: chunk (0, 1, 0) (origin, dest, index) delivered twice" in report.errors["data movement"]
+
+
+def test_dependency_cycle_deadlocks():
+    a, b = _step_line(0, 0, 0), _step_line(0, 1, 0)
+    data = ALLPAIRS.replace(a.encode(), a.replace('depid="-1" deps="-1" hasdep="0"', 'depid="1" deps="0" hasdep="1"').encode())
+    data = data.replace(b.encode(), b.replace('depid="-1" deps="-1" hasdep="0"', 'depid="0" deps="0" hasdep="1"').encode())
+    report = verify_bytes(data, "t.xml")
+    assert not report.errors["executor rules"]
+    dead = report.errors["deadlock freedom"]
+    assert len(dead) == 1 and dead[0].startswith("deadlock: ")
+    assert ("wait-for cycle: gpu 0 tb 0 step 0 waits for tb 1 step 0 (dependency) -> "
+            "gpu 0 tb 1 step 0 waits for tb 0 step 0 (dependency)") in dead[0]
+
+
+def test_send_with_no_matching_receive():
+    r = _step_line(1, 0, 1)
+    errs = _errors(ALLPAIRS.replace(r.encode(), b""))
+    assert ("executor rules: gpu 0 tb 0 sends 1 message(s) to gpu 1 on channel 0, but gpu 1 tb 0 receives 0 "
+            "(send with no matching receive)") in errs
+
+
+def test_structural_rules():
+    text = ALLPAIRS.decode()
+    cases = {
+        text.replace('<tb id="2" send="-1"', '<tb id="3" send="-1"', 1):
+            "gpu 0: thread block ids [0, 1, 3] must be 0..2 with no gaps",
+        text.replace('<tb id="0" send="1" recv="1"', '<tb id="0" send="0" recv="1"', 1):
+            "gpu 0 tb 0: send=0 must be -1 or another gpu's id (0..2, not 0)",
+        text.replace('<tb id="1" send="2" recv="2"', '<tb id="1" send="1" recv="2"', 1):
+            "gpu 0: thread blocks [0, 1] all send to gpu 1 on channel 0; one connection per (peer, channel, direction) allows one tb",
+        text.replace('<tb id="0" send="1" recv="1" chan="0"', '<tb id="0" send="1" recv="1" chan="1"', 1):
+            "gpu 0 tb 0: chan=1 must be in 0..0 (nchannels=1)",
+        text.replace('inplace="0" outofplace="1"', 'inplace="1" outofplace="0"'):
+            'algo: inplace=1 outofplace=0; all-to-all must be inplace="0" outofplace="1"',
+        text.replace('nchunksperloop="3"', 'nchunksperloop="4"'):
+            "algo: nchunksperloop=4 must be a positive multiple of ngpus=3 (ngpus x chunks per peer)",
+        text.replace('type="cpy" srcbuf="i" srcoff="0" dstbuf="o" dstoff="0" cnt="1"',
+                     'type="cpy" srcbuf="i" srcoff="0" dstbuf="o" dstoff="0" cnt="72"'):
+            "gpu 0 tb 2 step 0: cnt=72 outside 1..71",
+        text.replace('type="cpy" srcbuf="i" srcoff="0" dstbuf="o" dstoff="0" cnt="1" depid="-1" deps="-1"',
+                     'type="nop" srcbuf="i" srcoff="0" dstbuf="o" dstoff="0" cnt="1" depid="-1" deps="-1"'):
+            "gpu 0 tb 2 step 0: nop without a dependency (every nop must carry depid/deps)",
+        text.replace('type="cpy" srcbuf="i" srcoff="0" dstbuf="o" dstoff="0" cnt="1" depid="-1" deps="-1"',
+                     'type="cpy" srcbuf="i" srcoff="0" dstbuf="o" dstoff="0" cnt="1" depid="0" deps="1"'):
+            "gpu 0 tb 2 step 0: depends on tb 0 step 1, which lacks hasdep=\"1\"",
+        text.replace('type="cpy" srcbuf="i" srcoff="0" dstbuf="o" dstoff="0" cnt="1" depid="-1" deps="-1"',
+                     'type="cpy" srcbuf="i" srcoff="0" dstbuf="o" dstoff="0" cnt="1" depid="128" deps="0"'):
+            "gpu 0 tb 2 step 0: depid=128 outside 0..127 (int8 in the executor)",
+        text.replace('type="cpy" srcbuf="i" srcoff="0" dstbuf="o" dstoff="0"',
+                     'type="cpy" srcbuf="i" srcoff="0" dstbuf="o" dstoff="40000"'):
+            "gpu 0 tb 2 step 0: dstoff=40000 does not fit the executor's int16 offsets (<= 32767)",
+    }
+    for data, message in cases.items():
+        errs = verify_bytes(data.encode(), "t.xml").errors["executor rules"]
+        assert any(message in e for e in errs), (message, errs)
+
+
+def test_attribute_pass_flags_unknown_elements():
+    root = parse_xml(ALLPAIRS.replace(b"<tb id=\"2\"", b"<copy/><tb id=\"2\"", 1))
+    assert any("unexpected element <copy> inside <gpu>" in m for m in check_attributes(root))
+
+
+def test_hostile_xml_refused():
+    bomb = b'<!DOCTYPE algo [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;">]><algo name="&b;"/>'
+    with pytest.raises(FormatError, match="DOCTYPE/ENTITY declarations are not allowed"):
+        verify_bytes(bomb, "bomb.xml")
