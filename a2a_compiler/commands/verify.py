@@ -65,9 +65,11 @@ def run(args) -> int:
     perf = report.perf
     if perf is not None:
         line = f"  predicted time     {perf.predicted_time:.4g} link-times"
-        if len(perf.level_times) > 1:
-            line += f" over {len(perf.level_times)} steps"
-        line += f" (busiest link {perf.busiest[0]}->{perf.busiest[1]} carries {perf.bandwidth_time:.4g})"
+        if report.format == "msccl":
+            line += " as a dataflow"
+        elif report.format == "oneccl":
+            line += f" over {len(perf.step_loads)} steps"
+        line += f"; busiest link {perf.busiest[0]}->{perf.busiest[1]} carries {perf.busiest_load:.4g} shards"
         print(line)
         if report.lp_time:
             print(f"  LP optimum         {report.lp_time:.4g} link-times (1/F); ratio {perf.predicted_time / report.lp_time:.4f}")

@@ -16,7 +16,6 @@ performance         predicted time, ratio to the LP optimum           :mod:`.per
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass, field
 
@@ -64,8 +63,8 @@ class Report:
             "errors": self.messages(),
             "warnings": list(self.warnings),
             "predicted_time": None if p is None else p.predicted_time,
-            "bandwidth_time": None if p is None else p.bandwidth_time,
-            "level_times": None if p is None else list(p.level_times),
+            "step_loads": None if p is None else list(p.step_loads),
+            "busiest_link": None if p is None else {"link": list(p.busiest), "load": p.busiest_load},
             "topology": self.topology,
             "lp_time": self.lp_time,
             "ratio_to_lp": None if p is None or not self.lp_time else p.predicted_time / self.lp_time,
@@ -98,7 +97,6 @@ def verify_bytes(data: bytes, source: str = "<xml>", topology: Topology | None =
         parse_program(data, source)  # raises the standard "unknown schedule format" error
     program = FORMATS[fmt][1](root, source)
     caps = None if topology is None else topology_check.link_capacities(topology)
-    hc = fabric.host_capacity if fabric.link_bw is not None else math.inf
     if fmt == "msccl":
         report = Report(source, fmt, program.ngpus, program.nchunksperloop // max(program.ngpus, 1))
         rules = report.errors["executor rules"]
@@ -117,7 +115,7 @@ def verify_bytes(data: bytes, source: str = "<xml>", topology: Topology | None =
         trace = simulate.simulate_msccl(program)
         for m in trace.errors:
             report.errors["deadlock freedom" if m.startswith("deadlock") else "data movement"].append(m)
-        perf = lambda: performance.stepped_time(trace.moves, trace.chunks_per_shard, caps, hc)
+        perf = lambda: performance.dataflow_performance(trace.moves, trace.chunks_per_shard, fabric, caps)
     elif fmt == "oneccl":
         report = Report(source, fmt, program.nranks, program.chunks_per_shard)
         report.skipped["executor rules"] = "MSCCL only"
@@ -128,7 +126,8 @@ def verify_bytes(data: bytes, source: str = "<xml>", topology: Topology | None =
         report.summary = (f"{program.nranks} ranks, {program.chunks_per_shard} chunk(s) per shard, "
                           f"{program.nsteps} steps, {ops} operations, "
                           f"{sum(r.s_chunks for r in program.ranks)} scratch chunks")
-        perf = lambda: performance.stepped_time(trace.moves, trace.chunks_per_shard, caps, hc)
+        perf = lambda: performance.stepped_performance(trace.moves, program.nranks, program.chunks_per_shard,
+                                                       fabric, caps)
     else:
         report = Report(source, fmt, program.nranks, program.chunks_per_shard)
         report.skipped["executor rules"] = "MSCCL only"
@@ -137,7 +136,7 @@ def verify_bytes(data: bytes, source: str = "<xml>", topology: Topology | None =
         report.errors["data movement"] += trace.errors
         report.summary = (f"{program.nranks} ranks, {program.nnodes} nodes, {program.chunks_per_shard} chunk(s) "
                           f"per shard, {len(program.sends)} routes")
-        perf = lambda: performance.routed_time(program, caps, fabric.host_capacity if fabric.link_bw else math.inf)
+        perf = lambda: performance.routed_performance(program, fabric, caps)
     if topology is None:
         report.skipped["topology"] = "no --topology given"
     else:
@@ -148,7 +147,8 @@ def verify_bytes(data: bytes, source: str = "<xml>", topology: Topology | None =
             terr += topology_check.check_routes(program, topology)
         else:
             terr += topology_check.check_moves(trace.moves, topology, "gpu" if fmt == "msccl" else "rank")
-    report.perf = perf()
+    if report.valid:  # the cost model needs a complete, well-formed schedule
+        report.perf = perf()
     if topology is not None and lp and not report.errors["topology"]:
         from ..solve import solve
 

@@ -1,76 +1,105 @@
-"""Predicted all-to-all time of a lowered program (Basu et al. §2.1 / §3.1.3 time model).
+"""Predicted all-to-all time of a lowered program (Basu et al. §2.1, §3.1.3), in link-times.
 
-Times are in link-times: the time one shard takes over one link of bandwidth
-``b`` (the unit of the LP's ``1/F``).  A chunk is ``1/C`` of a shard.
+A link-time is the time one shard takes over one link (the unit of the LP's
+``1/F``); a chunk is ``1/C`` of a shard.
 
-* Link (time-stepped) programs: moves are grouped by hop level (the ``t``-th
-  hop of the data they carry, or the oneCCL step); a level takes as long as
-  its busiest link — or host–NIC link, which every hop crosses at both ends
-  under host forwarding — and the levels run one after another.
-* Path programs: all routes run concurrently (NIC cut-through); the time is the
-  busiest link's load, host links carrying only what a host sources or sinks.
+* oneCCL and MPI path programs are turned back into schedule IR and priced by
+  the IR cost model, :func:`a2a_compiler.chunk.predicted_time`: oneCCL steps
+  are the schedule's time steps (sum over steps of the busiest link or
+  host-NIC link); path programs run every route at once.
+* MSCCL programs have no global steps: the executor moves data as soon as it
+  arrives.  :func:`dataflow_performance` replays the verified messages as a
+  dataflow over serial resources — each directed link, and with a host
+  bandwidth each host's egress and ingress — every message starting when its
+  data has arrived and its resources are free.  Every resource carries its
+  load at its capacity, so the result is never below the LP optimum.
 """
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from dataclasses import dataclass
+
+from ..chunk import LinkSchedule, PathSchedule, Route, Transfer, predicted_time
+from ..fabric import Fabric
 
 
 @dataclass(frozen=True)
 class Performance:
-    predicted_time: float          # link-times
-    bandwidth_time: float          # busiest link over the whole run (a lower bound on any schedule's time)
-    level_times: tuple[float, ...]  # per level / step (link programs)
-    busiest: tuple[int, int]       # busiest link overall
+    predicted_time: float              # link-times
+    step_loads: tuple[float, ...]      # busiest link's load per step (shards / capacity)
+    busiest: tuple[int, int]           # busiest link over the whole run
+    busiest_load: float                # its total load (a lower bound on any schedule's time)
 
 
-def _cap(capacity, u, v):
-    return 1.0 if capacity is None else capacity.get((u, v), 1.0)
+def _links(used, capacity):
+    if capacity is not None:
+        return tuple(sorted((u, v, c) for (u, v), c in capacity.items()))
+    return tuple(sorted((u, v, 1.0) for u, v in used))
 
 
-def stepped_time(moves, chunks_per_shard: int, capacity=None, host_capacity: float = math.inf) -> Performance:
-    """Time of a store-and-forward program from its ``(level, src, dst, chunks)`` moves."""
-    c = chunks_per_shard
-    per_level: dict[int, dict] = defaultdict(lambda: defaultdict(float))
-    total: dict = defaultdict(float)
-    for level, u, v, cnt in moves:
-        per_level[level][(u, v)] += cnt / c
-        total[(u, v)] += cnt / c
-    times = []
-    for level in sorted(per_level):
-        loads = per_level[level]
-        t = max(load / _cap(capacity, u, v) for (u, v), load in loads.items())
-        if math.isfinite(host_capacity):
-            out, inn = defaultdict(float), defaultdict(float)
-            for (u, v), load in loads.items():
-                out[u] += load
-                inn[v] += load
-            t = max(t, max(out.values()) / host_capacity, max(inn.values()) / host_capacity)
-        times.append(t)
-    return _finish(times, total, capacity, sum(times))
-
-
-def routed_time(program, capacity=None, host_capacity: float = math.inf) -> Performance:
-    """Time of an MPI path program: concurrent routes, busiest link (NIC forwarding)."""
-    c = program.chunks_per_shard
-    total: dict = defaultdict(float)
-    out, inn = defaultdict(float), defaultdict(float)
-    for s in program.sends:
-        share = len(s.chunks) / c
-        for u, v in zip(s.nodes, s.nodes[1:]):
-            total[(u, v)] += share
-        out[s.src] += share
-        inn[s.dst] += share
-    t = max((load / _cap(capacity, u, v) for (u, v), load in total.items()), default=0.0)
-    if math.isfinite(host_capacity) and out:
-        t = max(t, max(out.values()) / host_capacity, max(inn.values()) / host_capacity)
-    return _finish([t], total, capacity, t)
-
-
-def _finish(times, total, capacity, predicted) -> Performance:
+def _loads(steps, c, capacity):
+    per_step, total = [], defaultdict(float)
+    cap = (lambda e: 1.0) if capacity is None else capacity.__getitem__
+    for step in steps:
+        load = defaultdict(float)
+        for u, v, k in step:
+            load[(u, v)] += k / c
+            total[(u, v)] += k / c
+        per_step.append(max((x / cap(e) for e, x in load.items()), default=0.0))
     if not total:
-        return Performance(0.0, 0.0, tuple(times), (-1, -1))
-    busiest = max(total, key=lambda e: (total[e] / _cap(capacity, *e), -e[0], -e[1]))
-    return Performance(predicted, total[busiest] / _cap(capacity, *busiest), tuple(times), busiest)
+        return tuple(per_step), (-1, -1), 0.0
+    busiest = min(total, key=lambda e: (-total[e] / cap(e), e))
+    return tuple(per_step), busiest, total[busiest] / cap(busiest)
+
+
+def stepped_performance(moves, n_ranks: int, chunks_per_shard: int, fabric: Fabric, capacity=None) -> Performance:
+    """The :class:`~a2a_compiler.verify.simulate.Move` s of a oneCCL program -> :class:`Performance`."""
+    by_step: dict[int, dict] = defaultdict(lambda: defaultdict(list))
+    for m in moves:
+        by_step[m.step][(m.src, m.dst)].extend(m.labels)
+    steps = tuple(tuple(Transfer(u, v, tuple(chs)) for (u, v), chs in sorted(by_step[t].items()))
+                  for t in sorted(by_step))
+    used = {(m.src, m.dst) for m in moves}
+    sched = LinkSchedule(n_ranks, chunks_per_shard, steps, _links(used, capacity), "", fabric, "", 0.0)
+    loads = _loads([[(tr.src, tr.dst, len(tr.chunks)) for tr in s] for s in steps], chunks_per_shard, capacity)
+    return Performance(predicted_time(sched), *loads)
+
+
+def routed_performance(program, fabric: Fabric, capacity=None) -> Performance:
+    """An MPI path program -> :class:`Performance` (all routes concurrent)."""
+    routes = tuple(Route(s.src, s.dst, s.nodes, s.route_id, s.chunks, s.layer) for s in program.sends)
+    hops = [(u, v, len(s.chunks)) for s in program.sends for u, v in zip(s.nodes, s.nodes[1:])]
+    sched = PathSchedule(program.nranks, program.chunks_per_shard, routes,
+                         _links({(u, v) for u, v, _ in hops}, capacity), program.nnodes, "", fabric, "", 0.0)
+    return Performance(predicted_time(sched), *_loads([hops], program.chunks_per_shard, capacity))
+
+
+def dataflow_performance(moves, chunks_per_shard: int, fabric: Fabric, capacity=None) -> Performance:
+    """The :class:`~a2a_compiler.verify.simulate.Move` s of an MSCCL program -> :class:`Performance`.
+
+    ``step_loads`` holds one entry: the busiest link's total load.
+    """
+    c = chunks_per_shard
+    cap = (lambda e: 1.0) if capacity is None else capacity.__getitem__
+    hc = None if fabric.host_bw is None else fabric.host_capacity
+    nic = fabric.forwarding == "nic"
+    free: dict = defaultdict(float)
+    done = [0.0] * len(moves)
+    total: dict = defaultdict(float)
+    for i, m in enumerate(moves):
+        k = len(m.labels)
+        busy = [((m.src, m.dst), k / (c * cap((m.src, m.dst))))]
+        if hc is not None:
+            k_out = sum(lab[0] == m.src for lab in m.labels) if nic else k
+            k_in = sum(lab[1] == m.dst for lab in m.labels) if nic else k
+            busy += [(("out", m.src), k_out / (c * hc)), (("in", m.dst), k_in / (c * hc))]
+        start = max([free[r] for r, _ in busy] + [done[a] for a in m.after], default=0.0)
+        for r, d in busy:
+            free[r] = start + d
+        done[i] = start + max(d for _, d in busy)
+        total[(m.src, m.dst)] += k / c
+    if not total:
+        return Performance(0.0, (), (-1, -1), 0.0)
+    busiest = min(total, key=lambda e: (-total[e] / cap(e), e))
+    return Performance(max(done), (total[busiest] / cap(busiest),), busiest, total[busiest] / cap(busiest))

@@ -3,7 +3,7 @@
 Every chunk is a label ``(origin, dest, index)``.  Rank ``s`` starts with
 ``i[d·C+k] = (s, d, k)``; at the end ``o[s·C+k]`` on rank ``d`` must hold
 ``(s, d, k)``.  Each checker returns a :class:`Trace`: the violations found and
-every chunk transfer (``level``, src, dst, count) for the performance model.
+every chunk transfer (a :class:`Move`) for the performance model.
 
 * :func:`simulate_msccl` runs thread blocks step by step: dependencies wait for
   the target step, sends push onto the (gpu, peer, channel) connection, a FIFO
@@ -13,7 +13,8 @@ every chunk transfer (``level``, src, dst, count) for the performance model.
   be ordered after the write, a write after the previous reads and write.  When
   no thread block can move, the wait-for cycle (or the missing peer) is reported.
 * :func:`simulate_oneccl` runs the step/sync semantics of docs/formats.md.
-* :func:`check_paths` checks that an MPI path schedule's chunks partition every shard.
+* :func:`check_paths` checks that an MPI path schedule's chunks partition every shard
+  (its trace has no moves: routes are priced directly).
 """
 
 from __future__ import annotations
@@ -31,12 +32,26 @@ FIFO_SLOTS = 8
 MAX_ERRORS = 40
 
 
+@dataclass(frozen=True)
+class Move:
+    """One message ``src -> dst`` carrying ``labels``.
+
+    ``after``: ids (indices in :attr:`Trace.moves`) of the moves that brought
+    the data it reads to ``src`` (MSCCL); ``step``: the oneCCL step (-1 for MSCCL).
+    """
+
+    src: int
+    dst: int
+    labels: tuple
+    after: tuple[int, ...] = ()
+    step: int = -1
+
+
 @dataclass
 class Trace:
     errors: list[str] = field(default_factory=list)
     dropped: int = 0
-    #: (level, src rank, dst rank, chunks): the ``level``-th hop of the data it carries.
-    moves: list[tuple[int, int, int, int]] = field(default_factory=list)
+    moves: list[Move] = field(default_factory=list)
     chunks_per_shard: int = 1
 
     def error(self, msg: str) -> None:
@@ -71,10 +86,10 @@ def _inputs(n: int, c: int):
 
 
 class _Slot:
-    __slots__ = ("value", "writer", "readers", "level")
+    __slots__ = ("value", "writer", "readers", "move")
 
-    def __init__(self, value=None, level=0):
-        self.value, self.writer, self.readers, self.level = value, None, [], level
+    def __init__(self, value=None):
+        self.value, self.writer, self.readers, self.move = value, None, [], -1
 
 
 def simulate_msccl(p: MscclProgram) -> Trace:
@@ -101,7 +116,7 @@ def simulate_msccl(p: MscclProgram) -> Trace:
         return f"gpu {g} tb {tb} step {s}"
 
     def read(g, tb, s, clock, buf, off, cnt):
-        vals, level = [], 0
+        vals, moves = [], []
         for x in range(off, off + cnt):
             slot = bufs[g][buf][x]
             if slot.value is None:
@@ -112,11 +127,11 @@ def simulate_msccl(p: MscclProgram) -> Trace:
                             f"{slot.writer[1]} with no dependency ordering the two (race)")
             slot.readers.append((tb, s))
             vals.append(slot.value)
-            level = max(level, slot.level)
-        return vals, level
+            moves.append(slot.move)
+        return vals, moves
 
-    def write(g, tb, s, clock, buf, off, vals, level):
-        for x, v in zip(range(off, off + len(vals)), vals):
+    def write(g, tb, s, clock, buf, off, vals, moves):
+        for x, v, mv in zip(range(off, off + len(vals)), vals, moves):
             slot = bufs[g][buf][x]
             if slot.writer is not None:
                 if buf == "o":
@@ -134,7 +149,7 @@ def simulate_msccl(p: MscclProgram) -> Trace:
                 delivered[v] += 1
                 if delivered[v] == 2:
                     trace.error(f"{where(g, tb, s)}: chunk {v} (origin, dest, index) delivered twice")
-            slot.value, slot.writer, slot.readers, slot.level = v, (tb, s), [], level
+            slot.value, slot.writer, slot.readers, slot.move = v, (tb, s), [], mv
 
     def blocker(g, tb):
         """Why the next step of ``tb`` cannot run: (reason, waited-for (gpu, tb) or None), or None if it can."""
@@ -148,6 +163,10 @@ def simulate_msccl(p: MscclProgram) -> Trace:
             return f"waits for gpu {t.send} to drain the full channel-{t.chan} connection", ("send", g, t.send, t.chan)
         return None
 
+    def send(g, t, vals, moves, who):
+        fifo[(g, t.send, t.chan)].append((vals, len(trace.moves), who))
+        trace.moves.append(Move(g, t.send, tuple(vals), tuple(sorted({m for m in moves if m >= 0}))))
+
     def run(g, tb):
         t = tbs[g][tb]
         s = pc[g][tb]
@@ -156,22 +175,20 @@ def simulate_msccl(p: MscclProgram) -> Trace:
         if st.depid >= 0:
             np.maximum(clock, clocks[g][st.depid][st.deps], out=clock)
         if st.type == "s":
-            vals, level = read(g, tb, s, clock, st.srcbuf, st.srcoff, st.cnt)
-            fifo[(g, t.send, t.chan)].append((vals, level + 1, (g, tb, s)))
-            trace.moves.append((level + 1, g, t.send, st.cnt))
+            vals, moves = read(g, tb, s, clock, st.srcbuf, st.srcoff, st.cnt)
+            send(g, t, vals, moves, (g, tb, s))
         elif st.type in ("r", "rcs"):
-            vals, level, (sg, stb, ss) = fifo[(t.recv, g, t.chan)].popleft()
+            vals, mid, (sg, stb, ss) = fifo[(t.recv, g, t.chan)].popleft()
             if len(vals) != st.cnt:
                 trace.error(f"{where(g, tb, s)}: receives cnt={st.cnt} but the matching send, gpu {sg} tb {stb} "
                             f"step {ss}, sent {len(vals)} chunk(s)")
                 vals = (vals + [None] * st.cnt)[:st.cnt]
-            write(g, tb, s, clock, st.dstbuf, st.dstoff, vals, level)
+            write(g, tb, s, clock, st.dstbuf, st.dstoff, vals, [mid] * len(vals))
             if st.type == "rcs":
-                fifo[(g, t.send, t.chan)].append((vals, level + 1, (g, tb, s)))
-                trace.moves.append((level + 1, g, t.send, st.cnt))
+                send(g, t, vals, [mid], (g, tb, s))
         elif st.type == "cpy":
-            vals, level = read(g, tb, s, clock, st.srcbuf, st.srcoff, st.cnt)
-            write(g, tb, s, clock, st.dstbuf, st.dstoff, vals, level)
+            vals, moves = read(g, tb, s, clock, st.srcbuf, st.srcoff, st.cnt)
+            write(g, tb, s, clock, st.dstbuf, st.dstoff, vals, moves)
         clock[tb] = s + 1
         clocks[g][tb].append(clock)
         pc[g][tb] = s + 1
@@ -243,7 +260,6 @@ def simulate_oneccl(p: OnecclProgram) -> Trace:
         return trace.finish()
     inputs = _inputs(n, c)
     bufs = [{"i": list(inputs[r]), "o": [None] * ncl, "s": [None] * p.ranks[r].s_chunks} for r in range(n)]
-    levels = [{"i": [0] * ncl, "o": [0] * ncl, "s": [0] * p.ranks[r].s_chunks} for r in range(n)]
     written = [{"o": [None] * ncl, "s": [None] * p.ranks[r].s_chunks} for r in range(n)]
     delivered = Counter()
     allowed = {"send": ("i", "s"), "recv": ("o", "s"), "copy_src": ("i", "s"), "copy_dst": ("o", "s")}
@@ -259,9 +275,9 @@ def simulate_oneccl(p: OnecclProgram) -> Trace:
         return range(off, off + cnt)
 
     for t in range(p.nsteps):
-        sends = defaultdict(list)   # (a, b) -> [(values, level)]
+        sends = defaultdict(list)   # (a, b) -> [values]
         reads = [set() for _ in range(n)]
-        writes = []                 # (rank, buf, slot, value, level, what)
+        writes = []                 # (rank, buf, slot, value, what)
         for r in range(n):
             for k, op in enumerate(p.ranks[r].steps[t]):
                 what = f"{op.kind} #{k}"
@@ -276,17 +292,16 @@ def simulate_oneccl(p: OnecclProgram) -> Trace:
                         if bufs[r][op.srcbuf][x] is None:
                             trace.error(f"rank {r} step {t}: {what} reads {op.srcbuf}[{x}], which holds no data at "
                                         f"the start of the step")
-                    level = max(levels[r][op.srcbuf][x] for x in rng)
                     if op.kind == "send":
                         if not 0 <= op.peer < n or op.peer == r:
                             trace.error(f"rank {r} step {t}: {what} to peer {op.peer}, not another rank")
                             continue
-                        sends[(r, op.peer)].append((vals, level + 1))
-                        trace.moves.append((t + 1, r, op.peer, op.cnt))
+                        sends[(r, op.peer)].append(vals)
+                        trace.moves.append(Move(r, op.peer, tuple(vals), step=t))
                     else:
                         drng = span(r, t, what, op.dstbuf, op.dstoff, op.cnt, "copy_dst")
                         if drng is not None:
-                            writes += [(r, op.dstbuf, x, v, level, what) for x, v in zip(drng, vals)]
+                            writes += [(r, op.dstbuf, x, v, what) for x, v in zip(drng, vals)]
         for r in range(n):
             queues = {a: deque(sends.pop((a, r), [])) for a in range(n)}
             for k, op in enumerate(p.ranks[r].steps[t]):
@@ -300,19 +315,19 @@ def simulate_oneccl(p: OnecclProgram) -> Trace:
                     trace.error(f"rank {r} step {t}: {what} from rank {op.peer} has no matching send "
                                 f"(rank {op.peer} sends fewer messages to rank {r} in step {t})")
                     continue
-                vals, level = queues[op.peer].popleft()
+                vals = queues[op.peer].popleft()
                 if len(vals) != op.cnt:
                     trace.error(f"rank {r} step {t}: {what} from rank {op.peer} has cnt={op.cnt}, the matching send "
                                 f"has cnt={len(vals)}")
                 drng = span(r, t, what, op.dstbuf, op.dstoff, op.cnt, "recv")
                 if drng is not None:
-                    writes += [(r, op.dstbuf, x, v, level, what) for x, v in zip(drng, vals)]
+                    writes += [(r, op.dstbuf, x, v, what) for x, v in zip(drng, vals)]
             for a, q in queues.items():
                 if q:
                     trace.error(f"rank {a} step {t}: {len(q)} send(s) to rank {r} with no matching recv")
         for (a, b), q in sends.items():
             trace.error(f"rank {a} step {t}: {len(q)} send(s) to rank {b} with no matching recv")
-        for r, buf, x, v, level, what in writes:
+        for r, buf, x, v, what in writes:
             if (buf, x) in reads[r]:
                 trace.error(f"rank {r} step {t}: {what} writes {buf}[{x}], which is read in the same step")
             if written[r][buf][x] is not None:
@@ -324,7 +339,6 @@ def simulate_oneccl(p: OnecclProgram) -> Trace:
                     trace.error(f"rank {r} step {t}: chunk {v} (origin, dest, index) delivered twice")
             written[r][buf][x] = t
             bufs[r][buf][x] = v
-            levels[r][buf][x] = level
     _check_outputs(trace, [bufs[r]["o"] for r in range(n)], n, c, "rank")
     return trace.finish()
 
@@ -359,7 +373,6 @@ def check_paths(p: MpiPathProgram) -> Trace:
                 trace.error(f"{w}: chunk {k} outside 0..{c - 1}")
             else:
                 seen[(s.src, s.dst)][k] += 1
-        trace.moves.extend((0, *hop, len(s.chunks)) for hop in zip(s.nodes, s.nodes[1:]))
     for pair, cnt in sorted(ids.items()):
         dup = sorted(r for r, m in cnt.items() if m > 1)
         if dup:

@@ -18,7 +18,7 @@ def check_ranks(n_ranks: int, topology: Topology) -> list[str]:
 def check_moves(moves, topology: Topology, name: str = "gpu") -> list[str]:
     """Link programs: each (src, dst) pair that exchanges data is a topology link."""
     links = link_capacities(topology)
-    bad = sorted({(u, v) for _, u, v, _ in moves if (u, v) not in links})
+    bad = sorted({(m.src, m.dst) for m in moves if (m.src, m.dst) not in links})
     return [f"{name} {u} sends to {name} {v}, but topology {topology.spec} has no link {u}->{v}" for u, v in bad]
 
 
