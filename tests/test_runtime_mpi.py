@@ -1,0 +1,127 @@
+"""The mpi4py runtime: real (oversubscribed) mpiexec jobs on hand-built schedules of every format.
+
+Each job has a hard subprocess timeout, so a hang fails the test instead of stalling CI.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from lxml import etree
+
+from a2a_compiler.lower import program_to_xml
+from runtimes.mpi.direct import direct_msccl
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO / "tests" / "data"
+
+
+def _find_mpiexec() -> str | None:
+    beside = Path(sys.executable).with_name("mpiexec")
+    return str(beside) if beside.exists() else shutil.which("mpiexec")
+
+
+MPIEXEC = _find_mpiexec()
+pytestmark = [pytest.mark.mpi,
+              pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec next to the Python interpreter or on PATH")]
+
+
+def mpirun(n: int, *args: str, timeout: float = 90) -> subprocess.CompletedProcess:
+    """``mpiexec -n n python ARGS`` from the repository root."""
+    return subprocess.run([MPIEXEC, "-n", str(n), sys.executable, *args], cwd=REPO, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def run_json(n: int, file: Path, *opts: str, cmd=("-m", "runtimes.mpi")) -> dict:
+    p = mpirun(n, *cmd, str(file), "--json", "-n", "2", "-w", "1", "--timeout", "30", *opts)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+@pytest.mark.parametrize("fixture, route_mode, fmt", [
+    ("runtime_relay8.msccl.xml", "relay", "msccl"),
+    ("runtime_ecube8.oneccl.xml", "relay", "oneccl"),
+    ("runtime_two_hop8.mpi.xml", "relay", "mpi"),
+    ("runtime_two_hop8.mpi.xml", "direct", "mpi"),
+])
+def test_hand_built_schedules_are_byte_exact(fixture, route_mode, fmt):
+    # m = 1 and 100 bytes pad every format's chunks (C = 2 or 5); 10000 divides evenly
+    out = run_json(8, DATA / fixture, "-b", "1", "-e", "10000", "-f", "100", "--check", "all",
+                   "--route-mode", route_mode)
+    assert out["format"] == fmt and out["nranks"] == 8
+    assert [r["bytes"] for r in out["results"]] == [1, 100, 10000]
+    assert [r["verified"] for r in out["results"]] == [True, True, True]
+    assert all(r["native_verified"] and r["error"] is None for r in out["results"])
+
+
+def test_direct_schedule_via_a2a_run_reports_the_mcf_bound(tmp_path):
+    path = tmp_path / "direct8.xml"
+    path.write_bytes(program_to_xml(direct_msccl(8)))
+    out = run_json(8, path, "-b", "4K", "-e", "8K", "--link-bw", "3.125GB/s", "--mcf-flow", "0.5",
+                   cmd=("-m", "a2a_compiler", "run"))
+    assert out["bound_GBps"] == pytest.approx(7 * 0.5 * 3.125)
+    for r in out["results"]:
+        assert r["verified"] and not r["padded"] and r["chunk_bytes"] == r["bytes"]
+        assert r["algbw_GBps"] == pytest.approx(7 * r["bytes"] / r["time_median_s"] / 1e9)
+        assert r["ratio_to_native"] == pytest.approx(r["algbw_GBps"] / r["native_algbw_GBps"])
+        assert r["bound_fraction"] == pytest.approx(r["algbw_GBps"] / out["bound_GBps"])
+
+
+def test_wrong_delivery_names_rank_source_and_offset():
+    p = mpirun(8, "-m", "runtimes.mpi", str(DATA / "runtime_wrong_offset8.msccl.xml"), "--json",
+               "-b", "64", "-e", "64", "-n", "1", "-w", "0", "--timeout", "30")
+    assert p.returncode == 1
+    (r,) = json.loads(p.stdout)["results"]
+    assert not r["verified"]
+    # rank 3 receives rank 0's shard into slot 1, so its slot 0 keeps the 0xa5 poison
+    assert r["error"].startswith("iteration 0: rank 3: byte 0 of the shard from rank 0 is 0xa5, expected 0x")
+
+
+def test_wrong_rank_count_fails_on_all_ranks_with_one_message():
+    p = mpirun(4, "-m", "runtimes.mpi", str(DATA / "runtime_relay8.msccl.xml"), timeout=60)
+    assert p.returncode == 2
+    msg = "error: the schedule is for 8 ranks but the communicator has 4; run it with mpiexec -n 8"
+    assert p.stderr.count(msg) == 1
+    assert p.stdout == ""
+
+
+def test_missing_file_fails_with_one_message(tmp_path):
+    p = mpirun(3, "-m", "a2a_compiler", "run", str(tmp_path / "nope.xml"), timeout=60)
+    assert p.returncode == 2
+    assert p.stderr.count(f"a2a run: error: cannot read {tmp_path / 'nope.xml'}: No such file or directory") == 1
+
+
+def test_mismatched_message_sizes_fail_with_one_message(tmp_path):
+    root = etree.fromstring((DATA / "runtime_relay8.msccl.xml").read_bytes())
+    root.find("gpu[@id='0']/tb[@id='1']/step[@s='0']").set("cnt", "3")  # rank 0's first send to rank 1
+    bad = tmp_path / "bad.xml"
+    bad.write_bytes(etree.tostring(root))
+    p = mpirun(8, "-m", "runtimes.mpi", str(bad), timeout=60)
+    assert p.returncode == 2
+    assert p.stderr.count("error:") == 1
+    assert ("python -m runtimes.mpi: error: MSCCL channel 0: send #0 from rank 0 to rank 1 carries 3 chunk(s) "
+            "but the matching receive expects 2") in p.stderr
+
+
+def test_deadlocking_schedule_is_aborted_by_the_watchdog():
+    p = mpirun(2, "-m", "runtimes.mpi", str(DATA / "runtime_deadlock2.msccl.xml"), "--timeout", "2",
+               "-e", "1K", timeout=60)
+    assert p.returncode != 0
+    assert "no progress for 2 s (a rank died or the schedule deadlocks); aborting the job" in p.stderr
+
+
+def test_alltoall_api_from_user_code():
+    # two_hop8 has C = 5: the 8- and 24-byte shards are padded internally, 8000 bytes is not
+    p = mpirun(8, str(DATA / "runtime_api_script.py"), str(DATA / "runtime_two_hop8.mpi.xml") + "@direct",
+               str(DATA / "runtime_relay8.msccl.xml"))
+    assert p.returncode == 0, p.stderr
+    lines = [json.loads(x) for x in p.stdout.splitlines()]
+    assert [x["format"] for x in lines] == ["mpi", "msccl"]
+    for x in lines:
+        assert x["exact"] == [True] * 8
+        assert x["size_error"] == "sendbuf has 64000 bytes but recvbuf has 63992"
