@@ -17,6 +17,7 @@ A link-time is the time one shard takes over one link (the unit of the LP's
 
 from __future__ import annotations
 
+import heapq
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -84,22 +85,48 @@ def dataflow_performance(moves, chunks_per_shard: int, fabric: Fabric, capacity=
     cap = (lambda e: 1.0) if capacity is None else capacity.__getitem__
     hc = None if fabric.host_bw is None else fabric.host_capacity
     nic = fabric.forwarding == "nic"
-    free: dict = defaultdict(float)
-    done = [0.0] * len(moves)
-    total: dict = defaultdict(float)
-    for i, m in enumerate(moves):
+    def needs(m):
         k = len(m.labels)
         busy = [((m.src, m.dst), k / (c * cap((m.src, m.dst))))]
         if hc is not None:
             k_out = sum(lab[0] == m.src for lab in m.labels) if nic else k
             k_in = sum(lab[1] == m.dst for lab in m.labels) if nic else k
             busy += [(("out", m.src), k_out / (c * hc)), (("in", m.dst), k_in / (c * hc))]
-        start = max([free[r] for r, _ in busy] + [done[a] for a in m.after], default=0.0)
-        for r, d in busy:
-            free[r] = start + d
-        done[i] = start + max(d for _, d in busy)
-        total[(m.src, m.dst)] += k / c
+        return busy
+
+    free: dict = defaultdict(float)
+    total: dict = defaultdict(float)
+    waiting = [len(m.after) for m in moves]
+    successors = defaultdict(list)
+    for i, m in enumerate(moves):
+        total[(m.src, m.dst)] += len(m.labels) / c
+        for a in m.after:
+            successors[a].append(i)
+    available = [i for i, m in enumerate(moves) if not m.after]
+    events = [(0.0, -1)]  # (time, finishing move or -1 for a resource release)
+    now = finished = 0.0
+    while events:  # discrete-event simulation: a message starts once its data and resources are free
+        now = events[0][0]
+        while events and events[0][0] <= now:
+            _, i = heapq.heappop(events)
+            if i >= 0:
+                finished = max(finished, now)
+                for j in successors[i]:
+                    waiting[j] -= 1
+                    if not waiting[j]:
+                        available.append(j)
+        later = []
+        for i in available:
+            busy = needs(moves[i])
+            if all(free[r] <= now for r, _ in busy):
+                for r, d in busy:
+                    free[r] = now + d
+                    heapq.heappush(events, (now + d, -1))
+                heapq.heappush(events, (now + max(d for _, d in busy), i))
+            else:
+                later.append(i)
+        available = later
     if not total:
         return Performance(0.0, (), (-1, -1), 0.0)
     busiest = min(total, key=lambda e: (-total[e] / cap(e), e))
-    return Performance(max(done), (total[busiest] / cap(busiest),), busiest, total[busiest] / cap(busiest))
+    return Performance(finished, (total[busiest] / cap(busiest),), busiest, total[busiest] / cap(busiest))

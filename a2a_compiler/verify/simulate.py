@@ -36,8 +36,9 @@ MAX_ERRORS = 40
 class Move:
     """One message ``src -> dst`` carrying ``labels``.
 
-    ``after``: ids (indices in :attr:`Trace.moves`) of the moves that brought
-    the data it reads to ``src`` (MSCCL); ``step``: the oneCCL step (-1 for MSCCL).
+    ``after``: ids (indices in :attr:`Trace.moves`) of the moves it must follow:
+    those that brought the data it reads to ``src``, and the previous message on
+    its connection (MSCCL); ``step``: the oneCCL step (-1 for MSCCL).
     """
 
     src: int
@@ -163,9 +164,14 @@ def simulate_msccl(p: MscclProgram) -> Trace:
             return f"waits for gpu {t.send} to drain the full channel-{t.chan} connection", ("send", g, t.send, t.chan)
         return None
 
+    last_on = {}  # connection -> id of its latest message
+
     def send(g, t, vals, moves, who):
-        fifo[(g, t.send, t.chan)].append((vals, len(trace.moves), who))
-        trace.moves.append(Move(g, t.send, tuple(vals), tuple(sorted({m for m in moves if m >= 0}))))
+        conn = (g, t.send, t.chan)
+        after = {m for m in moves if m >= 0} | ({last_on[conn]} if conn in last_on else set())
+        last_on[conn] = len(trace.moves)
+        fifo[conn].append((vals, len(trace.moves), who))
+        trace.moves.append(Move(g, t.send, tuple(vals), tuple(sorted(after))))
 
     def run(g, tb):
         t = tbs[g][tb]
