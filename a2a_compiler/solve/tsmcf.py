@@ -33,16 +33,15 @@ Two solvers share one LP builder (:func:`_ts_lp`), parameterised by *groups*
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import shortest_path
 
-from ..errors import A2AError, DisconnectedError
+from ..errors import A2AError
 from ..fabric import Fabric
+from ..topology.metrics import DistanceStats, distance_bound, distance_stats, require_connected
 from ..topology.model import Topology
 from .lp import solve_lp
 from .result import FlowSolution
@@ -75,29 +74,19 @@ class _TSLPSolution:
     seconds: float
 
 
-def diameter(topology: Topology) -> int:
-    """Largest hop distance between two hosts; raises if some pair is disconnected."""
-    dist = shortest_path(topology.adjacency("ones"), unweighted=True)
-    if not np.all(np.isfinite(dist)):
-        raise DisconnectedError(f"{topology.spec}: some host cannot reach another; no all-to-all schedule exists")
-    return int(dist.max())
+def time_lower_bound(topology: Topology, fabric: Fabric, stats: DistanceStats | None = None) -> float:
+    """A lower bound on ``Σ_t U_t`` for any number of steps.
 
-
-def time_lower_bound(topology: Topology, fabric: Fabric) -> float:
-    """A lower bound on ``Σ_t U_t`` for any number of steps (distance bound).
-
-    Every shard ``(s, d)`` crosses at least ``dist(s, d)`` links, so
-    ``Σ_t U_t · Σ_e cap_e >= Σ_{s,d} dist(s, d)``.  With host forwarding and a
-    host–NIC bottleneck each hop also leaves (and enters) a host:
-    ``Σ_t U_t · N · hc >= Σ dist``; with NIC forwarding every host sources
-    ``N-1`` shards: ``Σ_t U_t · hc >= N-1``.
+    The link term is the distance bound ``1/F`` (:func:`distance_bound`).  With a
+    host–NIC bottleneck (``hc`` per direction), host forwarding puts every hop
+    through a host: ``Σ_t U_t · N · hc >= Σ_{s,d} dist(s, d)``; NIC forwarding
+    still makes each host source ``N-1`` shards: ``Σ_t U_t · hc >= N-1``.
     """
-    dist = shortest_path(topology.adjacency("ones"), unweighted=True)[: topology.n_hosts, : topology.n_hosts]
-    hops = float(dist.sum())
-    bound = hops / float(topology.capacity.sum())
+    stats = stats or distance_stats(topology)
+    bound = 1.0 / distance_bound(topology, stats)
     if fabric.host_bw is not None:
         n, hc = topology.n_hosts, fabric.host_capacity
-        bound = max(bound, hops / (n * hc) if fabric.forwarding == "host" else (n - 1) / hc)
+        bound = max(bound, stats.total / (n * hc) if fabric.forwarding == "host" else (n - 1) / hc)
     return bound
 
 
@@ -111,7 +100,7 @@ def _check(topology: Topology) -> None:
         raise A2AError(f"{topology.spec}: all-to-all needs at least 2 hosts")
 
 
-def _ts_lp(topology: Topology, fabric: Fabric, L: int, groups: _Groups) -> _TSLPSolution:
+def _ts_lp(topology: Topology, fabric: Fabric, L: int, groups: _Groups, solver: str) -> _TSLPSolution:
     """Build and solve the time-stepped LP (15)–(20) for ``groups`` over ``L`` steps.
 
     Column blocks: link flows ``(g, t, e)``, holds ``(g, t, u)`` for ``t < L-1``,
@@ -195,7 +184,7 @@ def _ts_lp(topology: Topology, fabric: Fabric, L: int, groups: _Groups) -> _TSLP
     A = sp.csc_array((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(r0, n_col))
     c = np.zeros(n_col)
     c[o_u:] = 1.0
-    res = solve_lp(c, A, np.concatenate(lo), np.concatenate(hi))
+    res = solve_lp(c, A, np.concatenate(lo), np.concatenate(hi), solver=solver)
     x = np.maximum(res.x, 0.0)
     x[x < FLOW_EPS] = 0.0
     return _TSLPSolution(
@@ -259,21 +248,13 @@ def _split_by_destination(topology: Topology, sol: _TSLPSolution) -> tuple[np.nd
     return np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
 
 
-def _solve_steps(topology, fabric, L, decomposed):
-    N = topology.n_nodes
-    if decomposed:
-        sol = _ts_lp(topology, fabric, L, _source_groups(N))
-    else:
-        sol = _ts_lp(topology, fabric, L, _commodity_groups(N))
-    return sol
-
-
 def tsmcf(
     topology: Topology,
     fabric: Fabric,
     *,
     steps: int | None = None,
     decomposed: bool = True,
+    solver: str = "auto",
     progress=None,
 ) -> FlowSolution:
     """Optimal time-stepped all-to-all flow (Basu et al. §3.1.3, eqs. (15)–(20)).
@@ -289,6 +270,7 @@ def tsmcf(
     decomposed : solve the source-grouped master LP and split flows per
         destination (default, scales to hundreds of nodes); ``False`` solves the
         full per-commodity LP (reference).
+    solver : HiGHS solver for the LPs (``auto``, ``simplex``, ``ipm``, ``pdlp``).
     progress : optional callable receiving one-line progress messages.
 
     Returns
@@ -300,15 +282,18 @@ def tsmcf(
     faster (the static MCF optimum bounds every ``l_max``).
     """
     _check(topology)
-    diam = diameter(topology)
+    require_connected(topology)
+    stats = distance_stats(topology)
+    diam = int(stats.diameter)
     if steps is not None and steps < diam:
         raise A2AError(f"--steps {steps}: a {topology.spec} schedule needs at least diameter = {diam} steps")
     candidates = [steps] if steps is not None else range(diam, diam + MAX_EXTRA_STEPS + 1)
-    bound = time_lower_bound(topology, fabric)
+    bound = time_lower_bound(topology, fabric, stats)
     t0 = time.perf_counter()
     best, tried = None, []
     for L in candidates:
-        sol = _solve_steps(topology, fabric, L, decomposed)
+        groups = _source_groups(topology.n_nodes) if decomposed else _commodity_groups(topology.n_nodes)
+        sol = _ts_lp(topology, fabric, L, groups, solver)
         tried.append([L, sol.objective])
         if progress:
             progress(f"tsmcf: {L} steps -> sum U_t = {sol.objective:.6g} ({sol.seconds:.2f} s LP)")
@@ -342,5 +327,5 @@ def tsmcf(
         n_steps=L,
         step_loads=best.U.copy(),
         link_flows=flows,
-        info={"l_max": L, "diameter": diam, "distance_bound_time": bound, "decomposed": decomposed, "objective_by_steps": tried},
+        info={"l_max": L, "diameter": diam, "distance_bound_time": bound, "decomposed": decomposed, "solver": solver, "objective_by_steps": tried},
     )

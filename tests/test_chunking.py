@@ -1,0 +1,96 @@
+"""Chunking fractional flows into whole chunks (Basu et al. §4): rounding, rebalancing, fidelity."""
+
+import numpy as np
+import pytest
+
+from a2a_compiler.chunk import build_schedule
+from a2a_compiler.chunk.chunking import chunk_candidates, chunk_path_schedule, largest_remainder, time_paths
+from a2a_compiler.chunk.ir import LinkSchedule, dumps, fidelity, predicted_time, validate
+from a2a_compiler.errors import A2AError
+from a2a_compiler.fabric import Fabric
+from a2a_compiler.solve.result import FlowSolution, WeightedPath
+from a2a_compiler.solve.tsmcf import tsmcf
+from a2a_compiler.topology import from_spec
+
+
+def test_largest_remainder_keeps_shards_whole():
+    assert largest_remainder(np.array([0.5, 0.3, 0.2]), 4).tolist() == [2, 1, 1]
+    assert largest_remainder(np.array([2 / 3, 1 / 3]), 3).tolist() == [2, 1]      # exact when C·w is integral
+    assert largest_remainder(np.array([1 / 3, 1 / 3, 1 / 3]), 2).tolist() == [1, 1, 0]  # ties: earlier path
+    assert largest_remainder(np.array([0.25, 0.75]), 1).tolist() == [0, 1]
+
+
+def test_chunk_candidates():
+    assert chunk_candidates(16) == [1, 2, 3, 4, 6, 8, 12, 16]
+    assert chunk_candidates(5) == [1, 2, 3, 4, 5]
+    with pytest.raises(A2AError, match="--max-chunks must be >= 1"):
+        chunk_candidates(0)
+
+
+@pytest.mark.parametrize("spec, chunks, steps", [("bipartite:4", 4, 2), ("hypercube:3", 3, 3), ("twisted-hypercube:3", 2, 2)])
+def test_tsmcf_link_schedules_are_exact(spec, chunks, steps):
+    """Smallest C reaching fidelity 0.95: the LP's flows are multiples of 1/C, so chunking loses nothing."""
+    sch = build_schedule(from_spec(spec), Fabric(), "tsmcf")
+    assert isinstance(sch, LinkSchedule)
+    validate(sch)
+    assert (sch.chunks_per_shard, len(sch.steps)) == (chunks, steps)
+    assert sch.lp_time == pytest.approx({"bipartite:4": 2.5}.get(spec, 4.0), abs=1e-9)
+    assert predicted_time(sch) == pytest.approx(sch.lp_time, abs=1e-9)
+    assert fidelity(sch) == pytest.approx(1.0, abs=1e-9)
+
+
+def test_max_chunks_one_keeps_best_found():
+    sch = build_schedule(from_spec("hypercube:3"), Fabric(), "tsmcf", max_chunks=1)
+    assert sch.chunks_per_shard == 1
+    assert predicted_time(sch) == 5.0          # whole shards: the busiest link carries 1, 2, 2 shards per step
+    assert [max(len(t.chunks) for t in step) for step in sch.steps] == [1, 2, 2]
+    assert fidelity(sch) == pytest.approx(0.8)
+
+
+def test_time_paths_cover_each_shard_once():
+    topo = from_spec("hypercube:3")
+    paths = time_paths(topo, tsmcf(topo, Fabric()))
+    assert len(paths) == 56
+    for (s, d), plist in paths.items():
+        assert sum(w for w, _ in plist) == pytest.approx(1.0, abs=1e-7)
+        for _, nodes in plist:
+            assert nodes[0] == s and nodes[-1] == d and len(nodes) == 4
+            assert nodes.index(d) == len(nodes) - nodes.count(d)     # stays once delivered
+
+
+def test_link_schedules_are_deterministic():
+    a = dumps(build_schedule(from_spec("twisted-hypercube:3"), Fabric(), "tsmcf"))
+    b = dumps(build_schedule(from_spec("twisted-hypercube:3"), Fabric(), "tsmcf"))
+    assert a == b
+
+
+def ring4_solution():
+    """ring:4 optimum (F = 1/2): neighbours direct, opposite ranks split 1/2 - 1/2 over both ways."""
+    paths = []
+    for o in range(4):
+        for d in range(4):
+            if (d - o) % 4 in (1, 3):
+                paths.append(WeightedPath(o, d, (o, d), 1.0))
+            elif o != d:
+                paths += [WeightedPath(o, d, (o, (o + 1) % 4, d), 0.5), WeightedPath(o, d, (o, (o - 1) % 4, d), 0.5)]
+    return FlowSolution("mcf-extp", "ring:4", Fabric(), 4, 8, 0.5, 0.5, paths=tuple(paths))
+
+
+def test_path_chunking_rebalances_whole_shards():
+    """With C = 1 each opposite shard takes one way; rebalancing picks the ways so every link carries 2 shards."""
+    topo = from_spec("ring:4")
+    sch = chunk_path_schedule(topo, ring4_solution())
+    validate(sch)
+    assert sch.chunks_per_shard == 1
+    assert predicted_time(sch) == 2.0 and fidelity(sch) == 1.0
+    relayed = sorted(r.nodes for r in sch.routes if len(r.nodes) == 3)
+    hops = [(u, v) for nodes in relayed for u, v in zip(nodes, nodes[1:])]
+    assert len(hops) == len(set(hops)) == 8
+
+
+def test_path_chunking_needs_every_shard():
+    sol = ring4_solution()
+    sol = FlowSolution("mcf-extp", "ring:4", Fabric(), 4, 8, 0.5, 0.5,
+                       paths=tuple(p for p in sol.paths if (p.src, p.dst) != (2, 0)))
+    with pytest.raises(A2AError, match="carries no flow for shard 2->0"):
+        chunk_path_schedule(from_spec("ring:4"), sol)
