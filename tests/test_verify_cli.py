@@ -1,0 +1,92 @@
+"""``a2a verify`` and ``a2a compile`` end to end: exit codes, JSON, atomic byte-identical output."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from a2a_compiler.cli import main
+
+DATA = Path(__file__).resolve().parent / "data"
+ALLPAIRS = DATA / "msccl_tools_allpairs_3.xml"
+
+
+def test_verify_valid_file_exit_0(capsys):
+    assert main(["verify", str(ALLPAIRS), "--topology", "complete:3"]) == 0
+    out = capsys.readouterr().out
+    assert "  executor rules     ok" in out and "ratio 1.0000" in out and out.rstrip().endswith("VALID")
+
+
+def test_verify_json(capsys):
+    assert main(["verify", str(ALLPAIRS), "--topology", "complete:3", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert (d["valid"], d["format"], d["ranks"], d["errors"]) == (True, "msccl", 3, [])
+    assert d["predicted_time"] == 1.0 and abs(d["lp_time"] - 1.0) < 1e-6
+
+
+def test_verify_invalid_exit_1(tmp_path, capsys):
+    bad = tmp_path / "bad.xml"
+    bad.write_bytes(b'<?xml version="1.0"?>\n' + ALLPAIRS.read_bytes())
+    assert main(["verify", str(bad), "--json"]) == 1
+    d = json.loads(capsys.readouterr().out)
+    assert d["valid"] is False
+    assert d["errors"] == ["executor rules: line 1: XML declaration <?xml ...?> is not allowed "
+                           "(the executor's tokenizer fails on '?')"]
+
+
+def test_verify_wrong_topology(capsys):
+    assert main(["verify", str(ALLPAIRS), "--topology", "ring:4"]) == 1
+    assert "the program has 3 ranks but topology ring:4 has 4 hosts" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("content, message", [
+    (b'<!DOCTYPE algo [<!ENTITY x SYSTEM "file:///etc/passwd">]><algo name="&x;"/>', "DOCTYPE/ENTITY"),
+    (b"<algo", "malformed XML"),
+    (b"<html/>", "unknown schedule format"),
+])
+def test_verify_unreadable_exit_2(tmp_path, capsys, content, message):
+    f = tmp_path / "x.xml"
+    f.write_bytes(content)
+    assert main(["verify", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("a2a verify: error: ") and message in err and "Traceback" not in err
+
+
+def test_compile_msccl_oneccl_byte_identical_and_verified(tmp_path, capsys):
+    outs = {}
+    for emit in ("msccl", "oneccl"):
+        a, b = tmp_path / f"a-{emit}.xml", tmp_path / f"b-{emit}.xml"
+        for f in (a, b):
+            assert main(["compile", "ring:4", "--emit", emit, "-o", str(f), "-q"]) == 0
+        assert a.read_bytes() == b.read_bytes()
+        outs[emit] = capsys.readouterr().out
+        assert main(["verify", str(a), "--topology", "ring:4", "--json"]) == 0
+        d = json.loads(capsys.readouterr().out)
+        assert d["valid"] and d["format"] == emit and d["ranks"] == 4
+    assert "LP time    2 link-times" in outs["msccl"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-msccl.xml", "a-oneccl.xml", "b-msccl.xml", "b-oneccl.xml"]
+
+
+def test_compile_from_ir(tmp_path, capsys):
+    ir = tmp_path / "s.json"
+    assert main(["schedule", "ring:4", "-o", str(ir), "-q"]) == 0
+    direct, lowered = tmp_path / "direct.xml", tmp_path / "lowered.xml"
+    assert main(["compile", "ring:4", "--emit", "msccl", "-o", str(direct), "-q"]) == 0
+    assert main(["compile", "--from-ir", str(ir), "--emit", "msccl", "-o", str(lowered)]) == 0
+    assert direct.read_bytes() == lowered.read_bytes()
+    capsys.readouterr()
+    assert main(["compile", "--from-ir", str(ir), "--emit", "mpi", "-o", str(tmp_path / "x.xml")]) == 2
+    assert "--emit mpi needs a path schedule" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["ring:4", "--emit", "msccl", "--method", "mcf-extp"], "--emit msccl needs a link schedule: use --method tsmcf"),
+    (["ring:4", "--emit", "mpi", "--method", "tsmcf"], "--emit mpi needs a path schedule"),
+    (["ring:4", "--emit", "oneccl", "--channels", "2"], "--channels applies to --emit msccl only"),
+    (["--emit", "msccl"], "give a topology SPEC"),
+])
+def test_compile_user_errors_write_nothing(tmp_path, capsys, argv, message):
+    out = tmp_path / "x.xml"
+    assert main(["compile", *argv, "-o", str(out), "-q"]) == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists()
