@@ -52,6 +52,15 @@ class Routing:
     def n_paths(self) -> int:
         return len(self.weight)
 
+    def select(self, idx, weight=None) -> "Routing":
+        """The paths ``idx`` (optionally with new weights for all paths)."""
+        idx = np.asarray(idx, dtype=np.int64)
+        lengths = np.diff(self.ptr)[idx]
+        ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        pos = np.arange(ptr[-1]) - np.repeat(ptr[:-1], lengths) + np.repeat(self.ptr[idx], lengths)
+        w = self.weight if weight is None else np.asarray(weight, dtype=float)
+        return Routing(self.commodity[idx], w[idx], ptr, self.links[pos])
+
     def path_of_link(self) -> np.ndarray:
         """For every entry of ``links``, the index of its path."""
         return np.repeat(np.arange(self.n_paths), np.diff(self.ptr))
@@ -129,27 +138,30 @@ def certified_flow(routing: Routing, topology: Topology) -> tuple[float, np.ndar
 
 
 def dual_upper_bound(topology: Topology, lengths: np.ndarray) -> float:
-    """Weak-duality bound ``sum_e c_e l_e / sum_{s!=d} dist_l(s, d)`` for lengths ``l >= 0``.
+    """Weak-duality bound ``min_l sum_e c_e l_e / sum_{s!=d} dist_l(s, d)``.
 
-    Zero lengths are lifted by a negligible ``1e-12·max(l)`` so Dijkstra sees every
-    link; zero-capacity links get a huge length (they cost nothing in the numerator).
-    Any ``l >= 0`` gives a valid bound, so the result is a certificate whatever the
-    LP solver's accuracy.
+    Evaluated for the given lengths ``l >= 0`` (the LP's capacity duals) and for
+    unit lengths (the distance bound), whichever is smaller.  Zero lengths are
+    lifted by a negligible ``1e-12·max(l)`` so Dijkstra sees every link;
+    zero-capacity links get a huge length (they cost nothing in the numerator).
+    Any ``l >= 0`` gives a valid bound, so the result is a certificate whatever
+    the LP solver's accuracy.
     """
-    l = np.maximum(np.nan_to_num(np.asarray(lengths, dtype=float)), 0.0)
-    top = float(l.max()) if len(l) else 0.0
-    if top <= 0:
-        return math.inf
-    l = l / top + 1e-12
-    cap = topology.capacity
-    l[cap <= 0] = 1e9
     n, nh = topology.n_nodes, topology.n_hosts
-    adj = sp.csr_array((l, (topology.src, topology.dst)), shape=(n, n))
-    dist = csgraph.dijkstra(adj, directed=True, indices=np.arange(nh))[:, :nh]
-    total = float(dist.sum())  # diagonal is 0
-    if not math.isfinite(total) or total <= 0:
-        return math.inf
-    return float(np.dot(cap, l)) / total
+    cap = topology.capacity
+    best = math.inf
+    for l in (np.asarray(lengths, dtype=float), np.ones(topology.n_links)):
+        l = np.maximum(np.nan_to_num(l), 0.0)
+        top = float(l.max()) if len(l) else 0.0
+        if top <= 0:
+            continue
+        l = l / top + 1e-12
+        l[cap <= 0] = 1e9
+        adj = sp.csr_array((l, (topology.src, topology.dst)), shape=(n, n))
+        total = float(csgraph.dijkstra(adj, directed=True, indices=np.arange(nh))[:, :nh].sum())
+        if math.isfinite(total) and total > 0:
+            best = min(best, float(np.dot(cap, l)) / total)
+    return best
 
 
 def decompose_flow(topology: Topology, source: int, flow: np.ndarray, demand: np.ndarray,

@@ -22,7 +22,7 @@ INF = highspy.kHighsInf
 SOLVERS = {
     "auto": {"solver": "choose"},
     "simplex": {"solver": "simplex"},
-    "ipm": {"solver": "ipm", "run_crossover": "off", "presolve": "off"},
+    "ipm": {"solver": "ipm", "run_crossover": "off", "presolve": "off", "ipm_optimality_tolerance": 1e-7},
     "ipm-crossover": {"solver": "ipm", "run_crossover": "on"},
     "pdlp": {"solver": "pdlp"},
 }
@@ -59,8 +59,8 @@ def solve_lp(
 
     ``solver`` is one of :data:`SOLVERS`: ``"simplex"`` (dual simplex, a vertex),
     ``"ipm"`` (interior point *without* crossover or presolve, whose postsolve spoils
-    interior duals: fast, duals and primal accurate
-    to ~1e-8, callers certify and repair), ``"ipm-crossover"``, ``"pdlp"``
+    interior duals; optimality tolerance 1e-7: fast, callers certify and
+    repair), ``"ipm-crossover"``, ``"pdlp"``
     (first-order, low memory) or ``"auto"`` (HiGHS chooses).  Extra HiGHS options
     go in ``options``.  Raises :class:`A2AError` unless HiGHS reports an optimal model.
     """
