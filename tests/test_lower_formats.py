@@ -89,3 +89,13 @@ def test_malformed_and_hostile_input_refused(data, message):
 def test_load_program_missing_file(tmp_path):
     with pytest.raises(FormatError, match="cannot read"):
         load_program(tmp_path / "nope.xml")
+
+
+def test_absurd_sizes_refused():
+    data = (b'<oneccl_algo name="x" coll="alltoall" nranks="2" chunks_per_shard="999999999" nsteps="0">'
+            b'<rank id="0" i_chunks="1" o_chunks="1"/><rank id="1" i_chunks="1" o_chunks="1"/></oneccl_algo>')
+    with pytest.raises(FormatError, match="nchunksperloop=1999999998 exceeds the limit"):
+        parse_program(data, "big.xml")
+    data = b'<mpi_paths coll="alltoall" nranks="3" chunks_per_shard="99999999"/>'
+    with pytest.raises(FormatError, match="exceeds the limit"):
+        parse_program(data, "big.xml")

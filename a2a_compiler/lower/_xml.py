@@ -10,6 +10,8 @@ from ..errors import FormatError
 
 #: Largest integer attribute we accept (guards against absurd sizes in hostile files).
 MAX_INT = 2**62
+#: Largest buffer (in chunks) a oneCCL or MPI path file may declare: checkers allocate per chunk.
+MAX_BUFFER_CHUNKS = 1 << 22
 
 
 def where(el, source: str) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..chunk.ir import PathSchedule
 from ..errors import FormatError
 from ..io import parse_xml
-from ._xml import attr_int, attr_ints, attr_str, children, element, expect_root, program_name, serialize, where
+from ._xml import MAX_BUFFER_CHUNKS, attr_int, attr_ints, attr_str, children, element, expect_root, program_name, serialize, where
 from .programs import MpiPathProgram, PathSend
 
 ROOT = "mpi_paths"
@@ -36,6 +36,8 @@ def mpi_paths_from_element(root, source: str) -> MpiPathProgram:
     if nranks < 1 or cps < 1 or nnodes < nranks or ncl != nranks * cps:
         raise FormatError(f"{where(root, source)} needs nranks >= 1, nnodes >= nranks, chunks_per_shard >= 1 "
                           f"and nchunksperloop = nranks*chunks_per_shard (got {nranks}, {nnodes}, {cps}, {ncl})")
+    if ncl > MAX_BUFFER_CHUNKS:
+        raise FormatError(f"{where(root, source)} nchunksperloop={ncl} exceeds the limit of {MAX_BUFFER_CHUNKS}")
     sends = []
     rank_els = children(root, "rank", source)
     for i, r in enumerate(rank_els):

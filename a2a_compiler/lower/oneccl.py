@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..chunk.ir import LinkSchedule
 from ..errors import FormatError
 from ..io import parse_xml
-from ._xml import attr_int, attr_str, children, element, expect_root, program_name, serialize, where
+from ._xml import MAX_BUFFER_CHUNKS, attr_int, attr_str, children, element, expect_root, program_name, serialize, where
 from .placement import place
 from .programs import OnecclOp, OnecclProgram, OnecclRank
 
@@ -56,6 +56,8 @@ def oneccl_from_element(root, source: str) -> OnecclProgram:
     if nranks < 1 or cps < 1 or nsteps < 0 or ncl != nranks * cps:
         raise FormatError(f"{where(root, source)} needs nranks >= 1, chunks_per_shard >= 1, nsteps >= 0 "
                           f"and nchunksperloop = nranks*chunks_per_shard (got {nranks}, {cps}, {nsteps}, {ncl})")
+    if ncl > MAX_BUFFER_CHUNKS:
+        raise FormatError(f"{where(root, source)} nchunksperloop={ncl} exceeds the limit of {MAX_BUFFER_CHUNKS}")
     ranks = []
     for r in children(root, "rank", source):
         rid = attr_int(r, "id", source)
@@ -92,8 +94,11 @@ def oneccl_from_element(root, source: str) -> OnecclProgram:
             raise FormatError(f"{where(r, source)} {rid}: step {expect_sync} has no <sync after=\"{expect_sync}\"/>")
         if len(steps) != nsteps:
             raise FormatError(f"{where(r, source)} {rid} lists {len(steps)} steps, nsteps={nsteps}")
+        s_chunks = attr_int(r, "s_chunks", source, 0)
+        if s_chunks > MAX_BUFFER_CHUNKS:
+            raise FormatError(f"{where(r, source)} s_chunks={s_chunks} exceeds the limit of {MAX_BUFFER_CHUNKS}")
         ranks.append(OnecclRank(rid, attr_int(r, "i_chunks", source), attr_int(r, "o_chunks", source),
-                                attr_int(r, "s_chunks", source, 0), tuple(steps)))
+                                s_chunks, tuple(steps)))
     if len(ranks) != nranks:
         raise FormatError(f"{source}: {len(ranks)} <rank> elements, nranks={nranks}")
     return OnecclProgram(attr_str(root, "name", source, ""), nranks, cps, nsteps, tuple(ranks))
