@@ -150,3 +150,36 @@ def test_hostile_xml_refused():
     bomb = b'<!DOCTYPE algo [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;">]><algo name="&b;"/>'
     with pytest.raises(FormatError, match="DOCTYPE/ENTITY declarations are not allowed"):
         verify_bytes(bomb, "bomb.xml")
+
+
+def _exchange(nmsg: int) -> bytes:
+    """Two gpus, one tb each: ``nmsg`` sends of chunk copies, then ``nmsg`` receives (C = nmsg)."""
+    from a2a_compiler.lower.programs import MscclGpu, MscclProgram, MscclStep, MscclThreadBlock
+
+    def gpu(g):
+        p = 1 - g
+        steps = [MscclStep(k, "s", "i", p * nmsg + k, "i", p * nmsg + k, 1, -1, -1, 0) for k in range(nmsg)]
+        steps += [MscclStep(nmsg + k, "r", "o", p * nmsg + k, "o", p * nmsg + k, 1, -1, -1, 0) for k in range(nmsg)]
+        cpy = MscclThreadBlock(1, -1, -1, 0, (MscclStep(0, "cpy", "i", g * nmsg, "o", g * nmsg, nmsg, -1, -1, 0),))
+        return MscclGpu(g, 2 * nmsg, 2 * nmsg, 0, (MscclThreadBlock(0, p, p, 0, tuple(steps)), cpy))
+
+    return msccl_to_xml(MscclProgram("x", "Simple", 1, 2 * nmsg, 2, "alltoall", 0, 1, 0, 0, (gpu(0), gpu(1))))
+
+
+def test_bounded_fifo_deadlock():
+    """Eight messages fit the connection FIFO; the ninth send blocks both sides forever."""
+    assert verify_bytes(_exchange(8), "x.xml").valid
+    dead = verify_bytes(_exchange(9), "x.xml").errors["deadlock freedom"]
+    assert dead == ["deadlock: 2 thread block(s) cannot progress; wait-for cycle: "
+                    "gpu 0 tb 0 step 8 waits for gpu 1 to drain the full channel-0 connection -> "
+                    "gpu 1 tb 0 step 8 waits for gpu 0 to drain the full channel-0 connection"]
+
+
+def test_dataflow_time_with_host_bottleneck():
+    from a2a_compiler.fabric import Fabric
+    from a2a_compiler.topology.spec import from_spec
+
+    fabric = Fabric(link_bw=25e9 / 8, host_bw=25e9 / 8)  # host-NIC as fast as one link
+    report = verify_bytes(ALLPAIRS, "allpairs.xml", from_spec("complete:3"), fabric)
+    # each gpu injects two shards through a one-link-wide host port: 2 link-times, as the LP says
+    assert report.valid and report.perf.predicted_time == 2.0 and abs(report.lp_time - 2.0) < 1e-6

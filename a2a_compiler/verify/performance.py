@@ -9,17 +9,17 @@ A link-time is the time one shard takes over one link (the unit of the LP's
   host-NIC link); path programs run every route at once.
 * MSCCL programs have no global steps: the executor moves data as soon as it
   arrives.  :func:`dataflow_performance` replays the verified messages as a
-  dataflow over serial resources — each directed link, and with a host
-  bandwidth each host's egress and ingress — every message starting when its
-  data has arrived and its resources are free.  Every resource carries its
-  load at its capacity, so the result is never below the LP optimum.
+  fluid dataflow sharing each directed link and, with a host bandwidth, each
+  host's egress and ingress.  No resource ever exceeds its capacity, so the
+  result is never below the LP optimum.
 """
 
 from __future__ import annotations
 
-import heapq
 from collections import defaultdict
 from dataclasses import dataclass
+
+import numpy as np
 
 from ..chunk import LinkSchedule, PathSchedule, Route, Transfer, predicted_time
 from ..fabric import Fabric
@@ -79,54 +79,68 @@ def routed_performance(program, fabric: Fabric, capacity=None) -> Performance:
 def dataflow_performance(moves, chunks_per_shard: int, fabric: Fabric, capacity=None) -> Performance:
     """The :class:`~a2a_compiler.verify.simulate.Move` s of an MSCCL program -> :class:`Performance`.
 
-    ``step_loads`` holds one entry: the busiest link's total load.
+    Fluid dataflow: a message starts once the messages it follows (its data's
+    arrivals, its connection's previous message) are done, and runs at its
+    link's speed scaled down by the most overloaded resource it uses — each
+    directed link and, with a host bandwidth, the sending host's egress and the
+    receiving host's ingress (all hops under host forwarding; only sourced /
+    sunk chunks under NIC forwarding).  ``step_loads`` holds one entry: the
+    busiest link's total load.
     """
     c = chunks_per_shard
     cap = (lambda e: 1.0) if capacity is None else capacity.__getitem__
     hc = None if fabric.host_bw is None else fabric.host_capacity
     nic = fabric.forwarding == "nic"
-    def needs(m):
+    m_count = len(moves)
+    if not m_count:
+        return Performance(0.0, (), (-1, -1), 0.0)
+    resources: dict = {}
+    res = np.full((m_count, 3), -1, dtype=np.int64)
+    weight = np.zeros((m_count, 3))
+    speed = np.empty(m_count)      # shards per link-time when unshared
+    volume = np.empty(m_count)     # shards
+    total: dict = defaultdict(float)
+    for i, m in enumerate(moves):
         k = len(m.labels)
-        busy = [((m.src, m.dst), k / (c * cap((m.src, m.dst))))]
-        if hc is not None:
+        link = (m.src, m.dst)
+        volume[i], speed[i] = k / c, cap(link)
+        total[link] += k / c
+        uses = [(link, cap(link), 1.0)]
+        if hc is not None and k:
             k_out = sum(lab[0] == m.src for lab in m.labels) if nic else k
             k_in = sum(lab[1] == m.dst for lab in m.labels) if nic else k
-            busy += [(("out", m.src), k_out / (c * hc)), (("in", m.dst), k_in / (c * hc))]
-        return busy
-
-    free: dict = defaultdict(float)
-    total: dict = defaultdict(float)
-    waiting = [len(m.after) for m in moves]
+            uses += [(("out", m.src), hc, k_out / k), (("in", m.dst), hc, k_in / k)]
+        for j, (key, capacity_r, w) in enumerate(uses):
+            res[i, j] = resources.setdefault(key, (len(resources), capacity_r))[0]
+            weight[i, j] = w
+    res_cap = np.array([cr for _, cr in sorted(resources.values())])
+    waiting = np.array([len(m.after) for m in moves])
     successors = defaultdict(list)
     for i, m in enumerate(moves):
-        total[(m.src, m.dst)] += len(m.labels) / c
         for a in m.after:
             successors[a].append(i)
-    available = [i for i, m in enumerate(moves) if not m.after]
-    events = [(0.0, -1)]  # (time, finishing move or -1 for a resource release)
-    now = finished = 0.0
-    while events:  # discrete-event simulation: a message starts once its data and resources are free
-        now = events[0][0]
-        while events and events[0][0] <= now:
-            _, i = heapq.heappop(events)
-            if i >= 0:
-                finished = max(finished, now)
-                for j in successors[i]:
-                    waiting[j] -= 1
-                    if not waiting[j]:
-                        available.append(j)
-        later = []
-        for i in available:
-            busy = needs(moves[i])
-            if all(free[r] <= now for r, _ in busy):
-                for r, d in busy:
-                    free[r] = now + d
-                    heapq.heappush(events, (now + d, -1))
-                heapq.heappush(events, (now + max(d for _, d in busy), i))
-            else:
-                later.append(i)
-        available = later
-    if not total:
-        return Performance(0.0, (), (-1, -1), 0.0)
+    remaining = volume.copy()
+    active = [i for i in range(m_count) if not waiting[i]]
+    now = 0.0
+    while active:
+        act = np.array(active)
+        r, w = res[act], weight[act] * speed[act, None]
+        valid = r >= 0
+        load = np.bincount(r[valid], weights=w[valid], minlength=len(res_cap))
+        over = np.maximum(load / res_cap, 1.0)
+        rate = speed[act] / np.where(valid, over[np.maximum(r, 0)], 1.0).max(axis=1)
+        dt = float(np.min(remaining[act] / rate))
+        now += dt
+        remaining[act] -= rate * dt
+        finished = act[remaining[act] <= 1e-12 * np.maximum(volume[act], 1.0)]
+        finished = finished if len(finished) else act[[int(np.argmin(remaining[act] / rate))]]
+        remaining[finished] = 0.0
+        done = set(finished.tolist())
+        active = [i for i in active if i not in done]
+        for i in sorted(done):
+            for j in successors[i]:
+                waiting[j] -= 1
+                if not waiting[j]:
+                    active.append(j)
     busiest = min(total, key=lambda e: (-total[e] / cap(e), e))
-    return Performance(finished, (total[busiest] / cap(busiest),), busiest, total[busiest] / cap(busiest))
+    return Performance(now, (total[busiest] / cap(busiest),), busiest, total[busiest] / cap(busiest))
