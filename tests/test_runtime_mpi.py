@@ -111,8 +111,8 @@ def test_mismatched_message_sizes_fail_with_one_message(tmp_path):
 def test_deadlocking_schedule_is_aborted_by_the_watchdog():
     p = mpirun(2, "-m", "runtimes.mpi", str(DATA / "runtime_deadlock2.msccl.xml"), "--timeout", "2",
                "-e", "1K", timeout=60)
-    assert p.returncode != 0
-    assert "no progress for 2 s (a rank died or the schedule deadlocks); aborting the job" in p.stderr
+    assert p.returncode != 0, p.stderr
+    assert "no progress for 2 s (a rank died or the schedule deadlocks); aborting the job" in p.stderr, p.stderr
 
 
 def test_alltoall_api_from_user_code():

@@ -149,67 +149,86 @@ def _byte_view(buf, name: str, writable: bool) -> np.ndarray:
 def run_msccl(plan: MscclPlan, bufs: list[np.ndarray], comm) -> None:
     """Event loop over thread blocks (MSCCL semantics, docs/runtime.md).
 
-    A thread block starts its next step when the step's dependency (``depid``,
-    ``deps``) has completed.  ``s`` posts an Isend and completes at once (like
-    a push into the connection FIFO); ``r`` posts an Irecv and completes when
-    the data has arrived; ``rcs`` then also posts the Isend onward; ``cpy`` and
-    ``nop`` complete at once.  When nothing can start, wait for some request.
+    A thread block runs its steps in order; a step starts when its dependency
+    (``depid``, ``deps``) has completed.  ``s`` posts an Isend and completes
+    at once (a push into the connection FIFO); ``r`` completes when its data
+    has arrived; ``rcs`` then also posts the Isend onward; ``cpy`` and ``nop``
+    complete at once.  Receives into chunks written only once are posted
+    upfront (in step order, so each connection stays FIFO); a receive into a
+    reused scratch slot is posted when reached, once no in-flight send still
+    reads the slot.  When nothing can start, wait for the next receive whose
+    arrival enables work (or for all the rest at once when none does: every
+    wake-up costs a trip through Python, which oversubscribed ranks feel).
     """
     tbs = plan.tbs
     nsteps = [len(tb.steps) for tb in tbs]
-    pc = [0] * len(tbs)          # next step to start
-    done = [0] * len(tbs)        # steps completed
-    busy = [False] * len(tbs)    # a receive is in flight
-    reqs: list = []              # outstanding requests
-    owner: list = []             # tb index of a receive, or the (buf, lo, hi) a send reads
+    pc = [0] * len(tbs)  # next step of each thread block = steps it has completed
+    recvs: dict = {}     # (tb, step) -> its Irecv request, or None once the data has arrived
+    sends: list = []     # (request, buf, lo, hi) of every Isend posted
+
+    def post_recv(t, j):
+        db, do, cnt = tbs[t].steps[j][3:6]
+        recvs[(t, j)] = comm.Irecv(bufs[db][do:do + cnt], tbs[t].recv, tbs[t].tag)
+
+    def post_send(t, b, lo, cnt):
+        sends.append((comm.Isend(bufs[b][lo:lo + cnt], tbs[t].send, tbs[t].tag), b, lo, lo + cnt))
+
+    for t, tb in enumerate(tbs):
+        for j, st in enumerate(tb.steps):
+            if st[0] == RECV or st[0] == RCS:
+                if st[8]:
+                    break
+                post_recv(t, j)
     remaining = sum(nsteps)
     while remaining:
-        progressed = False
+        progressed = blocked_on_send = False
         for t, tb in enumerate(tbs):
-            steps = tb.steps
-            while not busy[t] and pc[t] < nsteps[t]:
-                op, sb, so, db, do, cnt, depid, deps, hazard = steps[pc[t]]
-                if depid >= 0 and done[depid] <= deps:
+            while pc[t] < nsteps[t]:
+                j = pc[t]
+                op, sb, so, db, do, cnt, depid, deps, hazard, _ = tb.steps[j]
+                if depid >= 0 and pc[depid] <= deps:
                     break
-                if hazard and _overlaps_send(owner, db, do, do + cnt):
+                if hazard and (t, j) not in recvs and _send_reads(sends, db, do, do + cnt):
+                    blocked_on_send = True
                     break
-                if op == SEND:
-                    reqs.append(comm.Isend(bufs[sb][so:so + cnt], tb.send, tb.tag))
-                    owner.append((sb, so, so + cnt))
-                elif op == RECV or op == RCS:
-                    reqs.append(comm.Irecv(bufs[db][do:do + cnt], tb.recv, tb.tag))
-                    owner.append(t)
-                    busy[t] = True
+                if op == RECV or op == RCS:
+                    if (t, j) not in recvs:
+                        post_recv(t, j)
+                    if recvs[(t, j)] is not None:
+                        break
+                    del recvs[(t, j)]
+                    if op == RCS:
+                        post_send(t, db, do, cnt)
+                elif op == SEND:
+                    post_send(t, sb, so, cnt)
                 elif op == CPY:
                     bufs[db][do:do + cnt] = bufs[sb][so:so + cnt]
                 pc[t] += 1
+                remaining -= 1
                 progressed = True
-                if not busy[t]:
-                    done[t] += 1
-                    remaining -= 1
         if progressed or not remaining:
             continue
-        if not reqs:
+        pending = [k for k, r in recvs.items() if r is not None]
+        if not pending and not blocked_on_send:
             stuck = [f"tb {t} step {pc[t]}" for t in range(len(tbs)) if pc[t] < nsteps[t]]
             raise A2AError(f"rank {comm.rank}: the schedule deadlocks locally (waiting: {', '.join(stuck[:5])})")
-        finished = set(MPI.Request.Waitsome(reqs) or ())
-        for i in finished:
-            t = owner[i]
-            if isinstance(t, int):
-                op, sb, so, db, do, cnt = tbs[t].steps[pc[t] - 1][:6]
-                if op == RCS:
-                    reqs.append(comm.Isend(bufs[db][do:do + cnt], tbs[t].send, tbs[t].tag))
-                    owner.append((db, do, do + cnt))
-                busy[t] = False
-                done[t] += 1
-                remaining -= 1
-        reqs = [r for i, r in enumerate(reqs) if i not in finished]
-        owner = [o for i, o in enumerate(owner) if i not in finished]
-    MPI.Request.Waitall(reqs)
+        waking = [k for k in pending if tbs[k[0]].steps[k[1]][9]]
+        if blocked_on_send:  # a reused slot waits for a send reading it: any completion may unblock
+            waking += [None] * len(sends)
+        if waking:
+            reqs = [recvs[k] for k in waking if k] + [s[0] for s in sends] * blocked_on_send
+            for i in MPI.Request.Waitsome(reqs) or ():
+                if waking[i]:
+                    recvs[waking[i]] = None
+        else:
+            MPI.Request.Waitall([recvs[k] for k in pending])
+            recvs.update(dict.fromkeys(pending))
+    MPI.Request.Waitall([s[0] for s in sends])
 
 
-def _overlaps_send(owner: list, buf: int, lo: int, hi: int) -> bool:
-    return any(isinstance(o, tuple) and o[0] == buf and o[1] < hi and lo < o[2] for o in owner)
+def _send_reads(sends: list, buf: int, lo: int, hi: int) -> bool:
+    """Does an Isend still in flight read chunks ``buf[lo:hi]``?"""
+    return any(b == buf and s_lo < hi and lo < s_hi and not req.Test() for req, b, s_lo, s_hi in sends)
 
 
 def run_oneccl(plan: OnecclPlan, bufs: list[np.ndarray], comm) -> None:
@@ -227,17 +246,12 @@ def run_paths(plan: PathPlan, bufs: list[np.ndarray], comm) -> None:
     rreqs = [comm.Irecv(bufs[f.recv.buf][f.recv.off:f.recv.off + f.recv.cnt], f.recv.peer, f.recv.tag)
              for f in plan.recvs]
     sreqs = [comm.Isend(bufs[m.buf][m.off:m.off + m.cnt], m.peer, m.tag) for m in plan.sends]
-    forwards = [i for i, f in enumerate(plan.recvs) if f.send is not None]
-    if forwards:
-        pending = dict(zip(range(len(rreqs)), rreqs))
-        while pending:
-            keys = list(pending)
-            for j in MPI.Request.Waitsome([pending[k] for k in keys]) or ():
-                k = keys[j]
-                del pending[k]
-                m = plan.recvs[k].send
-                if m is not None:
-                    sreqs.append(comm.Isend(bufs[m.buf][m.off:m.off + m.cnt], m.peer, m.tag))
-    else:
-        MPI.Request.Waitall(rreqs)
+    relays = [i for i, f in enumerate(plan.recvs) if f.send is not None]
+    while relays:  # wake up for relayed runs only; final receives are waited for all at once
+        arrived = set(MPI.Request.Waitsome([rreqs[i] for i in relays]) or ())
+        for j in arrived:
+            m = plan.recvs[relays[j]].send
+            sreqs.append(comm.Isend(bufs[m.buf][m.off:m.off + m.cnt], m.peer, m.tag))
+        relays = [i for j, i in enumerate(relays) if j not in arrived]
+    MPI.Request.Waitall(rreqs)
     MPI.Request.Waitall(sreqs)

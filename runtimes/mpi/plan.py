@@ -56,11 +56,14 @@ class Forward:
 
 @dataclass(frozen=True)
 class MscclThreadBlock:
-    """A thread block's steps as ``(op, srcbuf, srcoff, dstbuf, dstoff, cnt, depid, deps, hazard)``.
+    """A thread block's steps as ``(op, srcbuf, srcoff, dstbuf, dstoff, cnt, depid, deps, hazard, wake)``.
 
     ``hazard`` marks a step writing a chunk that is written more than once on
     this rank (a reused scratch slot): it must wait until no in-flight send
-    still reads that chunk.
+    still reads that chunk.  ``wake`` marks a receive whose arrival can let
+    this rank post more work (a forward, a later non-receive step of its
+    block, a step depending on it); the executor waits for those one by one
+    and for the others (pure final receives) all at once.
     """
 
     send: int
@@ -239,16 +242,19 @@ def plan_msccl(prog: MscclProgram, size: int, rank: int) -> RankPlan:
         for st in tb.steps:
             if _OPCODES[st.type] in (RECV, RCS, CPY):
                 counts[st.dstbuf][st.dstoff:st.dstoff + st.cnt] += 1
+    depended = {(st.depid, st.deps) for tb in mine.tbs for st in tb.steps if st.depid >= 0}
     tbs = []
     for tb in mine.tbs:
-        steps = []
-        for st in tb.steps:
+        steps, wake = [], False
+        for j in reversed(range(len(tb.steps))):  # wake: this step or a later one of the block enables work
+            st = tb.steps[j]
             op = _OPCODES[st.type]
             writes = op in (RECV, RCS, CPY)
             hazard = writes and bool((counts[st.dstbuf][st.dstoff:st.dstoff + st.cnt] > 1).any())
+            wake = wake or op != RECV or (tb.id, j) in depended
             steps.append((op, BUFFERS.get(st.srcbuf, -1), st.srcoff, BUFFERS.get(st.dstbuf, -1), st.dstoff,
-                          st.cnt, st.depid, st.deps, int(hazard)))
-        tbs.append(MscclThreadBlock(send=tb.send, recv=tb.recv, tag=tb.chan, steps=tuple(steps)))
+                          st.cnt, st.depid, st.deps, int(hazard), int(wake)))
+        tbs.append(MscclThreadBlock(send=tb.send, recv=tb.recv, tag=tb.chan, steps=tuple(reversed(steps))))
     return RankPlan("msccl", prog.name, N, rank, C, mine.s_chunks,
                     not _writes_own_shard(counts["o"] > 0, rank, C), MscclPlan(tuple(tbs)))
 
