@@ -93,7 +93,11 @@ def _hop_resources(topology: Topology, fabric, group: int, u: int, v: int, e: in
 
 @dataclass(eq=False)
 class _Assignment:
-    """Chunk counts per candidate path of every shard, with the resulting loads."""
+    """Chunk counts per candidate path of every shard, with the resulting loads.
+
+    A path uses each resource at most once (one hop per step; hops of a simple
+    route are distinct links and distinct host directions).
+    """
 
     res: _Resources
     C: int
@@ -101,40 +105,52 @@ class _Assignment:
     counts: list[np.ndarray]          # per shard: chunks on each candidate path
 
     def __post_init__(self):
+        G, W = self.res.n_groups, self.res.width
         self.inc = 1.0 / (self.C * self.res.cap)
-        self.load = np.zeros(len(self.res.cap))
+        self.load = np.zeros(G * W)
+        self.load2d = self.load.reshape(G, W)      # a view: per-group rows
+        self.groups = []                           # per shard, per path: its resources' groups
+        self.masks = []                            # per shard, per path: boolean mask of its groups
         for paths, n in zip(self.paths, self.counts):
             for p, k in zip(paths, n):
-                if k:
-                    np.add.at(self.load, p, k * self.inc[p])
-        self.gmax = self.load.reshape(self.res.n_groups, self.res.width).max(axis=1)
+                self.load[p] += k * self.inc[p]
+            self.groups.append([p // W for p in paths])
+            masks = []
+            for p in paths:
+                m = np.zeros(G, dtype=bool)
+                m[p // W] = True
+                masks.append(m)
+            self.masks.append(masks)
+        self.gmax = self.load2d.max(axis=1)
 
     def time(self) -> float:
         return float(self.gmax.sum())
 
-    def _group_max(self, groups) -> np.ndarray:
-        w = self.res.width
-        return np.array([self.load[g * w:(g + 1) * w].max() for g in groups])
+    def critical(self, k: int, p: int, tol: float) -> bool:
+        """Does path ``p`` of shard ``k`` touch a resource at its step's maximum?"""
+        rp = self.paths[k][p]
+        return bool(np.any(self.load[rp] >= self.gmax[self.groups[k][p]] - tol))
 
     def try_move(self, k: int, p: int, q: int) -> tuple[float, float]:
         """(Δ predicted time, Δ Σ load²) of moving one chunk of shard ``k`` from path p to q."""
         rp, rq = self.paths[k][p], self.paths[k][q]
         ip, iq = self.inc[rp], self.inc[rq]
-        d2 = float(np.sum(ip * ip - 2 * self.load[rp] * ip) + np.sum(iq * iq + 2 * self.load[rq] * iq))
-        groups = np.unique(np.concatenate([rp, rq]) // self.res.width)
-        np.subtract.at(self.load, rp, ip)
-        np.add.at(self.load, rq, iq)
-        new = self._group_max(groups)
-        np.add.at(self.load, rp, ip)
-        np.subtract.at(self.load, rq, iq)
-        return float(new.sum() - self.gmax[groups].sum()), d2
+        lp, lq = self.load[rp], self.load[rq]
+        d2 = float(ip @ (ip - 2 * lp) + iq @ (iq + 2 * lq))
+        mask = self.masks[k][p] | self.masks[k][q]
+        self.load[rp] = lp - ip
+        self.load[rq] += iq
+        new = self.load2d[mask].max(axis=1).sum()
+        self.load[rq] = lq
+        self.load[rp] = lp
+        return float(new - self.gmax[mask].sum()), d2
 
     def move(self, k: int, p: int, q: int) -> None:
         rp, rq = self.paths[k][p], self.paths[k][q]
-        np.subtract.at(self.load, rp, self.inc[rp])
-        np.add.at(self.load, rq, self.inc[rq])
-        groups = np.unique(np.concatenate([rp, rq]) // self.res.width)
-        self.gmax[groups] = self._group_max(groups)
+        self.load[rp] -= self.inc[rp]
+        self.load[rq] += self.inc[rq]
+        mask = self.masks[k][p] | self.masks[k][q]
+        self.gmax[mask] = self.load2d[mask].max(axis=1)
         self.counts[k][p] -= 1
         self.counts[k][q] += 1
 
@@ -154,18 +170,14 @@ def rebalance(asg: _Assignment, max_sweeps: int = MAX_SWEEPS) -> None:
             if len(paths) < 2:
                 continue
             for p in range(len(paths)):
-                while asg.counts[k][p] > 0:
-                    rp = paths[p]
-                    if not np.any(asg.load[rp] >= asg.gmax[rp // asg.res.width] - tol):
-                        break
+                while asg.counts[k][p] > 0 and asg.critical(k, p, tol):
                     best, best_q = (0.0, 0.0), -1
                     for q in range(len(paths)):
                         if q == p:
                             continue
                         dt, d2 = asg.try_move(k, p, q)
-                        if dt < -tol or (dt <= tol and d2 < -tol):
-                            if (dt, d2) < best:
-                                best, best_q = (dt, d2), q
+                        if (dt < -tol or (dt <= tol and d2 < -tol)) and (dt, d2) < best:
+                            best, best_q = (dt, d2), q
                     if best_q < 0:
                         break
                     asg.move(k, p, best_q)
@@ -277,7 +289,7 @@ def _links(topology: Topology) -> tuple[tuple[int, int, float], ...]:
 
 
 def chunk_link_schedule(topology: Topology, solution: FlowSolution, *, max_chunks: int = 16,
-                        progress=None) -> LinkSchedule:
+                        chunks: int | None = None, progress=None) -> LinkSchedule:
     """Chunk a tsMCF solution into a :class:`LinkSchedule` (see :func:`choose_chunks`)."""
     if solution.link_flows is None:
         raise A2AError(f"{solution.method} solution has no link flows to chunk")
@@ -286,13 +298,13 @@ def chunk_link_schedule(topology: Topology, solution: FlowSolution, *, max_chunk
     return choose_chunks(
         lambda C: _link_assignment(topology, solution, C, cands),
         lambda C, asg: _link_schedule(topology, solution, C, cands, asg),
-        solution.a2a_time, max_chunks, progress,
+        solution.a2a_time, max_chunks, chunks, progress,
     )
 
 
 # --------------------------------------------------------- path schedules
 def chunk_path_schedule(topology: Topology, solution: FlowSolution, *, max_chunks: int = 16,
-                        progress=None) -> PathSchedule:
+                        chunks: int | None = None, progress=None) -> PathSchedule:
     """Chunk weighted paths (pMCF / MCF-extP) into a :class:`PathSchedule`.
 
     Chunks go to paths in proportion to their weights: exactly when every
@@ -332,7 +344,7 @@ def chunk_path_schedule(topology: Topology, solution: FlowSolution, *, max_chunk
             lp_time=solution.a2a_time,
         )
 
-    return choose_chunks(assignment, build, solution.a2a_time, max_chunks, progress)
+    return choose_chunks(assignment, build, solution.a2a_time, max_chunks, chunks, progress)
 
 
 def _check_covered(n: int, cands: dict, method: str) -> None:
@@ -349,15 +361,16 @@ def chunk_candidates(max_chunks: int) -> list[int]:
     return sorted({c for c in CHUNK_CANDIDATES if c <= max_chunks} | {max_chunks})
 
 
-def choose_chunks(assign, build, lp_time: float, max_chunks: int, progress=None):
+def choose_chunks(assign, build, lp_time: float, max_chunks: int, chunks: int | None = None, progress=None):
     """Try ``C`` in :func:`chunk_candidates`; keep the smallest reaching
-    :data:`FIDELITY_TARGET`, else the one with the best fidelity.
+    :data:`FIDELITY_TARGET`, else the one with the best fidelity.  ``chunks``
+    fixes ``C`` instead.
 
     ``assign(C)`` rounds the flows to an :class:`_Assignment`; ``build(C, asg)``
     turns the rebalanced assignment into a schedule.
     """
     best = None
-    for C in chunk_candidates(max_chunks):
+    for C in [chunks] if chunks is not None else chunk_candidates(max_chunks):
         asg = assign(C)
         rebalance(asg)
         fid = lp_time / asg.time()
