@@ -25,6 +25,8 @@ RECVS = ("r", "rcs")
 BUFFERS = ("i", "o", "s")
 MAX_TBS = 1024
 INT16 = (-(2**15), 2**15 - 1)
+#: Lexical problems of one kind listed before the rest are only counted.
+MAX_LEXICAL_REPORTS = 10
 
 
 # --------------------------------------------------------------- lexical form
@@ -41,15 +43,20 @@ def check_lexical(data: bytes) -> list[str]:
     text = data.decode("utf-8", errors="replace")
     if text.startswith("\ufeff"):
         errors.append("line 1: byte-order mark before <algo> (the executor's tokenizer does not skip it)")
-    for m in re.finditer(r"<\?", text):
-        line = text.count("\n", 0, m.start()) + 1
-        what = "XML declaration <?xml ...?>" if text.startswith("<?xml", m.start()) else "processing instruction <?...?>"
+    pis = [m.start() for m in re.finditer(r"<\?", text)]
+    for pos in pis[:MAX_LEXICAL_REPORTS]:
+        line = text.count("\n", 0, pos) + 1
+        what = "XML declaration <?xml ...?>" if text.startswith("<?xml", pos) else "processing instruction <?...?>"
         errors.append(f"line {line}: {what} is not allowed (the executor's tokenizer fails on '?')")
-    for lineno, line in enumerate(text.split("\n"), 1):
-        if "\t" in line:
-            errors.append(f"line {lineno}: tab character (indent with spaces only)")
+    if len(pis) > MAX_LEXICAL_REPORTS:
+        errors.append(f"... and {len(pis) - MAX_LEXICAL_REPORTS} more '<?'")
+    tabs = [lineno for lineno, line in enumerate(text.split("\n"), 1) if "\t" in line]
+    errors += [f"line {lineno}: tab character (indent with spaces only)" for lineno in tabs[:MAX_LEXICAL_REPORTS]]
+    if len(tabs) > MAX_LEXICAL_REPORTS:
+        errors.append(f"... and {len(tabs) - MAX_LEXICAL_REPORTS} more lines with tabs")
     first = None
     i, n = 0, len(text)
+    line, counted = 1, 0  # line number of position ``counted``
     while i < n:
         lt = text.find("<", i)
         if lt < 0:
@@ -58,7 +65,8 @@ def check_lexical(data: bytes) -> list[str]:
             end = text.find("-->", lt + 4)
             i = n if end < 0 else end + 3
             continue
-        line = text.count("\n", 0, lt) + 1
+        line += text.count("\n", counted, lt)
+        counted = lt
         j, quote, bad_nl, bad_q = lt + 1, None, False, False
         while j < n and (quote or text[j] != ">"):
             ch = text[j]
@@ -73,9 +81,9 @@ def check_lexical(data: bytes) -> list[str]:
             j += 1
         tag = re.match(r"</?\s*([A-Za-z_][\w.-]*)", text[lt:j + 1])
         name = tag.group(1) if tag else text[lt:lt + 10]
-        if bad_nl:
+        if bad_nl and len(errors) < 4 * MAX_LEXICAL_REPORTS:
             errors.append(f"line {line}: newline inside the <{name}> tag (each tag must stay on one line)")
-        if bad_q:
+        if bad_q and len(errors) < 4 * MAX_LEXICAL_REPORTS:
             errors.append(f"line {line}: single-quoted attribute in <{name}> (use double quotes)")
         if first is None and not text.startswith("<?", lt):
             first = name
