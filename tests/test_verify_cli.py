@@ -77,6 +77,8 @@ def test_compile_from_ir(tmp_path, capsys):
     capsys.readouterr()
     assert main(["compile", "--from-ir", str(ir), "--emit", "mpi", "-o", str(tmp_path / "x.xml")]) == 2
     assert "--emit mpi needs a path schedule" in capsys.readouterr().err
+    assert main(["compile", "--from-ir", str(ir), "--emit", "msccl", "--link-bw", "25Gbps", "-o", str(lowered)]) == 2
+    assert "--link-bw: the schedule in" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -105,6 +105,13 @@ def _schedule(args):
     if args.from_ir:
         if args.spec:
             raise A2AError("give either SPEC or --from-ir, not both")
+        solving = [o for o, v in (("--method", args.method), ("--link-bw", args.link_bw), ("--host-bw", args.host_bw),
+                                  ("--forwarding", args.forwarding != "host"), ("--remove-links", args.remove_links),
+                                  ("--remove-nodes", args.remove_nodes), ("--steps", args.steps),
+                                  ("--max-chunks", args.max_chunks != 16)) if v]
+        if solving:
+            raise A2AError(f"{', '.join(solving)}: the schedule in {args.from_ir} is already solved and chunked; "
+                           f"these options apply when compiling from SPEC")
         schedule = load_schedule(args.from_ir)
         got = "link" if isinstance(schedule, LinkSchedule) else "path"
         if got != kind:
