@@ -14,11 +14,13 @@ from pathlib import Path
 import pytest
 from lxml import etree
 
+from a2a_compiler.io import parse_xml
 from a2a_compiler.lower import program_to_xml
 from runtimes.mpi.direct import direct_msccl
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data"
+SCHEDULES = REPO / "schedules"
 
 
 def _find_mpiexec() -> str | None:
@@ -97,7 +99,7 @@ def test_missing_file_fails_with_one_message(tmp_path):
 
 
 def test_mismatched_message_sizes_fail_with_one_message(tmp_path):
-    root = etree.fromstring((DATA / "runtime_relay8.msccl.xml").read_bytes())
+    root = parse_xml((DATA / "runtime_relay8.msccl.xml").read_bytes())
     root.find("gpu[@id='0']/tb[@id='1']/step[@s='0']").set("cnt", "3")  # rank 0's first send to rank 1
     bad = tmp_path / "bad.xml"
     bad.write_bytes(etree.tostring(root))
@@ -125,3 +127,29 @@ def test_alltoall_api_from_user_code():
     for x in lines:
         assert x["exact"] == [True] * 8
         assert x["size_error"] == "sendbuf has 64000 bytes but recvbuf has 63992"
+
+
+def _compiled_schedules(nranks: int) -> list[str]:
+    """schedules/*.xml for ``nranks`` ranks as runtime_api_script arguments (path files in both route modes)."""
+    args = []
+    for f in sorted(SCHEDULES.glob("*.xml")):
+        root = parse_xml(f.read_bytes(), str(f))
+        if int(root.get("ngpus") or root.get("nranks")) == nranks:
+            args.append(str(f))
+            if root.tag == "mpi_paths":
+                args.append(f"{f}@direct")
+    return args
+
+
+@pytest.mark.parametrize("nranks", [8, 27])
+def test_compiled_schedules_are_byte_exact(nranks):
+    args = _compiled_schedules(nranks)
+    if not args:
+        pytest.skip(f"no {nranks}-rank schedules in {SCHEDULES}")
+    p = mpirun(nranks, str(DATA / "runtime_api_script.py"), *args, timeout=120)
+    assert p.returncode == 0, p.stderr
+    lines = [json.loads(x) for x in p.stdout.splitlines()]
+    assert [x["schedule"] for x in lines] == args
+    assert {x["format"] for x in lines} == {"msccl", "oneccl", "mpi"}
+    for x in lines:
+        assert x["exact"] == [True] * nranks, x["schedule"]

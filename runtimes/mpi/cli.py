@@ -122,6 +122,12 @@ def sweep_sizes(args) -> list[int]:
     return sizes
 
 
+def _link_bw(args) -> float | None:
+    from a2a_compiler.fabric import parse_bandwidth  # imports the topology stage: rank 0 only
+
+    return args.link_bw and parse_bandwidth(args.link_bw, "--link-bw")
+
+
 def _check_memory(a2a, m: int, local_ranks: int) -> None:
     """Refuse a sweep whose buffers cannot fit in this node's available memory."""
     try:
@@ -172,9 +178,7 @@ def main(args, prog: str) -> int:
     import numpy as np
     from mpi4py import MPI
 
-    from a2a_compiler.fabric import parse_bandwidth
-
-    from .executor import Alltoall, agree
+    from .executor import Alltoall, agree, on_root
     from .watchdog import Watchdog
 
     comm = MPI.COMM_WORLD
@@ -183,7 +187,7 @@ def main(args, prog: str) -> int:
     with Watchdog(args.timeout, comm, prog) as watchdog:
         try:
             sizes = agree(comm, lambda: sweep_sizes(args))
-            link_bw = agree(comm, lambda: args.link_bw and parse_bandwidth(args.link_bw, "--link-bw"))
+            link_bw = comm.bcast(on_root(comm, lambda: _link_bw(args)))
             a2a = Alltoall(args.file, comm, route_mode=args.route_mode)
             local = comm.Split_type(MPI.COMM_TYPE_SHARED)
             local_ranks = local.size

@@ -9,6 +9,7 @@ consecutive chunks is one contiguous slice.
 from __future__ import annotations
 
 import os
+import time
 
 import numpy as np
 from mpi4py import MPI
@@ -16,7 +17,7 @@ from mpi4py import MPI
 from a2a_compiler.errors import A2AError
 
 from .plan import (BUF_I, BUF_O, CPY, RCS, RECV, SEND, MscclPlan, OnecclPlan, PathPlan, RankPlan,
-                   build_plan, load_schedule)
+                   build_plans, load_schedule)
 
 
 def agree(comm, fn):
@@ -45,15 +46,42 @@ def agree(comm, fn):
     return result
 
 
+def on_root(comm, fn, root: int = 0):
+    """Run ``fn()`` on ``root`` only; its failure raises :class:`A2AError` on every rank.
+
+    The other ranks wait in a nonblocking barrier polled with short sleeps,
+    leaving the CPU to ``root`` (which matters when ranks oversubscribe cores).
+    Returns ``fn()``'s result on ``root`` and ``None`` elsewhere.
+    """
+    result, err, bug = None, None, None
+    if comm.rank == root:
+        try:
+            result = fn()
+        except A2AError as exc:
+            err = str(exc)
+        except Exception as exc:  # noqa: BLE001 - re-raised below after the ranks agree
+            bug, err = exc, f"rank {root}: internal error: {type(exc).__name__}: {exc}"
+    req = comm.Ibarrier()
+    while not req.Test():
+        time.sleep(0.002)
+    err = comm.bcast(err, root)
+    if bug is not None:
+        raise bug
+    if err is not None:
+        raise A2AError(err)
+    return result
+
+
 class Alltoall:
     """A compiled all-to-all schedule bound to a communicator, callable like ``comm.Alltoall``.
 
     ``schedule`` is a file path (MSCCL XML, oneCCL-style XML or MPI path
-    schedule; every rank reads it) or an already loaded program
-    (:mod:`a2a_compiler.lower.programs`).  Construction is collective: it
-    builds this rank's plan once, checks it fits the communicator, duplicates
-    the communicator (so schedule traffic never mixes with yours) and raises
-    :class:`A2AError` on every rank if any rank fails.
+    schedule; rank 0 reads it) or an already loaded program
+    (:mod:`a2a_compiler.lower.programs`; rank 0's is used).  Construction is
+    collective: rank 0 builds every rank's plan once (checking it fits the
+    communicator) and scatters them; the communicator is duplicated (so
+    schedule traffic never mixes with yours).  Any failure raises
+    :class:`A2AError` on every rank.
 
     ``a2a(sendbuf, recvbuf)`` transposes like ``MPI_Alltoall``: both are
     contiguous arrays of ``N*m`` bytes (any dtype), block ``d`` of ``sendbuf``
@@ -70,13 +98,10 @@ class Alltoall:
         comm = MPI.COMM_WORLD if comm is None else comm
 
         def setup():
-            if isinstance(schedule, (str, os.PathLike)):
-                fmt, program = load_schedule(schedule)
-            else:
-                program = schedule
-            return build_plan(program, comm.size, comm.rank, route_mode)
+            program = load_schedule(schedule)[1] if isinstance(schedule, (str, os.PathLike)) else schedule
+            return build_plans(program, comm.size, route_mode)
 
-        self.plan: RankPlan = agree(comm, setup)
+        self.plan: RankPlan = comm.scatter(on_root(comm, setup))
         self.comm = comm.Dup()
         self._layouts: dict[int, tuple] = {}
 

@@ -2,16 +2,18 @@
 
 A plan is everything static about running one schedule on one rank: which
 messages it posts, in which order, with which tags, from and into which chunk
-ranges of the input (``i``), output (``o``) and scratch (``s``) buffers.  It is
-built once, without MPI, from the in-memory program
-(:mod:`a2a_compiler.lower.programs`); the executor (:mod:`runtimes.mpi.executor`)
-then only binds buffers and posts nonblocking operations.
+ranges of the input (``i``), output (``o``) and scratch (``s``) buffers.  The
+builders here make every rank's plan in one pass over the whole program,
+without MPI, from the in-memory program (:mod:`a2a_compiler.lower.programs`);
+the executor (:mod:`runtimes.mpi.executor`) builds them on rank 0, scatters
+them, and then only binds buffers and posts nonblocking operations.
 
-Every rank builds the plans from the whole file, so each rank also checks the
-properties a run relies on to neither crash nor hang: the rank count, buffer
-ranges, and that the k-th send on every connection matches the k-th receive
-with the same chunk count (Basu et al. §4: sends and receives are asynchronous,
-matched per connection in order).  Anything wrong raises :class:`FormatError`.
+The builders also check the properties a run relies on to neither crash nor
+hang: the rank count, buffer ranges, and that the k-th send on every
+connection matches the k-th receive with the same chunk count (Basu et al.
+§4: sends and receives are asynchronous, matched per connection in order).
+Anything wrong raises :class:`FormatError`.  This module imports no compiler
+stage at load time, so ranks other than 0 start fast.
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from a2a_compiler.errors import A2AError, FormatError
-from a2a_compiler.lower.programs import MpiPathProgram, MscclProgram, OnecclProgram
 
 #: Buffer ids: input, output, scratch.
 BUF_I, BUF_O, BUF_S = 0, 1, 2
@@ -164,8 +165,8 @@ def chunk_runs(chunks: tuple[int, ...]) -> list[tuple[int, int]]:
 # ------------------------------------------------------------------- MSCCL
 
 
-def plan_msccl(prog: MscclProgram, size: int, rank: int) -> RankPlan:
-    """Plan for an MSCCL ``<algo>`` (reference: docs msccl-xml notes, thread-block semantics).
+def plan_msccl(prog, size: int) -> list[RankPlan]:
+    """Every rank's plan for an MSCCL ``<algo>`` (thread-block semantics of the MSCCL executor).
 
     Each ``tb`` runs its steps in order; a step with ``depid >= 0`` waits until
     thread block ``depid`` has completed step ``deps``.  Connection
@@ -185,7 +186,6 @@ def plan_msccl(prog: MscclProgram, size: int, rank: int) -> RankPlan:
         raise FormatError(f"MSCCL nchannels={prog.nchannels} exceeds {TAG_LIMIT - 1}")
     sends: dict = defaultdict(list)
     recvs: dict = defaultdict(list)
-    mine = None
     for gpu in prog.gpus:
         if gpu.i_chunks != K or gpu.o_chunks != K:
             raise FormatError(f"gpu {gpu.id}: i_chunks/o_chunks must equal nchunksperloop={K} for alltoall")
@@ -233,9 +233,12 @@ def plan_msccl(prog: MscclProgram, size: int, rank: int) -> RankPlan:
                         raise FormatError(f"{w}: depends on missing step {st.deps} of tb {st.depid}")
                     if st.depid == tb.id and st.deps >= j:
                         raise FormatError(f"{w}: depends on its own thread block's step {st.deps}, which comes later")
-        if gpu.id == rank:
-            mine = gpu
     _match_sequences(sends, recvs, "MSCCL channel")
+    return [_msccl_rank(prog.name, N, C, gpu) for gpu in prog.gpus]
+
+
+def _msccl_rank(name: str, N: int, C: int, mine) -> RankPlan:
+    rank = mine.id
     # Hazards: chunks this rank writes more than once (reused scratch slots).
     counts = {b: np.zeros(n, dtype=np.int64) for b, n in (("o", mine.o_chunks), ("s", mine.s_chunks))}
     for tb in mine.tbs:
@@ -255,15 +258,15 @@ def plan_msccl(prog: MscclProgram, size: int, rank: int) -> RankPlan:
             steps.append((op, BUFFERS.get(st.srcbuf, -1), st.srcoff, BUFFERS.get(st.dstbuf, -1), st.dstoff,
                           st.cnt, st.depid, st.deps, int(hazard), int(wake)))
         tbs.append(MscclThreadBlock(send=tb.send, recv=tb.recv, tag=tb.chan, steps=tuple(reversed(steps))))
-    return RankPlan("msccl", prog.name, N, rank, C, mine.s_chunks,
+    return RankPlan("msccl", name, N, rank, C, mine.s_chunks,
                     not _writes_own_shard(counts["o"] > 0, rank, C), MscclPlan(tuple(tbs)))
 
 
 # ------------------------------------------------------------------ oneCCL
 
 
-def plan_oneccl(prog: OnecclProgram, size: int, rank: int) -> RankPlan:
-    """Plan for a oneCCL-style program (Basu et al. §4): per step, post every
+def plan_oneccl(prog, size: int) -> list[RankPlan]:
+    """Every rank's plan for a oneCCL-style program (Basu et al. §4): per step, post every
     send and receive asynchronously, wait for all of them at the step's sync.
     The tag is the step index, so steps never mix."""
     _check_nranks(prog.nranks, size)
@@ -274,7 +277,6 @@ def plan_oneccl(prog: OnecclProgram, size: int, rank: int) -> RankPlan:
         raise FormatError(f"oneCCL program {prog.name!r}: expected <rank> ids 0..{N - 1}")
     sends: dict = defaultdict(list)
     recvs: dict = defaultdict(list)
-    mine = None
     for r in prog.ranks:
         if r.i_chunks != N * C or r.o_chunks != N * C:
             raise FormatError(f"rank {r.id}: i_chunks/o_chunks must equal nranks*chunks_per_shard={N * C}")
@@ -298,9 +300,12 @@ def plan_oneccl(prog: OnecclProgram, size: int, rank: int) -> RankPlan:
                     recvs[(op.peer, r.id, t)].append(op.cnt)
                 elif op.kind != "copy":
                     raise FormatError(f"{w}: unknown operation (expected send, recv, copy)")
-        if r.id == rank:
-            mine = r
     _match_sequences(sends, recvs, "oneCCL step")
+    return [_oneccl_rank(prog.name, N, C, r) for r in prog.ranks]
+
+
+def _oneccl_rank(name: str, N: int, C: int, mine) -> RankPlan:
+    rank = mine.id
     written = np.zeros(N * C, dtype=bool)
     steps = []
     for t, ops in enumerate(mine.steps):
@@ -312,15 +317,15 @@ def plan_oneccl(prog: OnecclProgram, size: int, rank: int) -> RankPlan:
             if o.kind != "send" and o.dstbuf == "o":
                 written[o.dstoff:o.dstoff + o.cnt] = True
         steps.append((copies, snd, rcv))
-    return RankPlan("oneccl", prog.name, N, rank, C, mine.s_chunks,
+    return RankPlan("oneccl", name, N, rank, C, mine.s_chunks,
                     not _writes_own_shard(written, rank, C), OnecclPlan(tuple(steps)))
 
 
 # ------------------------------------------------------------- MPI paths
 
 
-def plan_paths(prog: MpiPathProgram, size: int, rank: int, route_mode: str = "relay") -> RankPlan:
-    """Plan for an MPI path schedule (Basu et al. §4, path-based schedules).
+def plan_paths(prog, size: int, route_mode: str = "relay") -> list[RankPlan]:
+    """Every rank's plan for an MPI path schedule (Basu et al. §4, path-based schedules).
 
     ``direct``: each run of consecutive chunks of a ``send`` goes end to end
     with tag ``route_id``, for a transport that steers tags onto routes.
@@ -336,11 +341,11 @@ def plan_paths(prog: MpiPathProgram, size: int, rank: int, route_mode: str = "re
     N, C = prog.nranks, prog.chunks_per_shard
     if C < 1:
         raise FormatError(f"MPI path chunks_per_shard={C} must be >= 1")
-    sends: list[Message] = []
-    recvs: list[Forward] = []
-    written = np.zeros(N * C, dtype=bool)
+    sends: list[list[Message]] = [[] for _ in range(N)]
+    recvs: list[list[Forward]] = [[] for _ in range(N)]
+    written = np.zeros((N, N * C), dtype=bool)
     hop_tags: dict = defaultdict(int)
-    scratch = 0
+    scratch = [0] * N
     for ps in prog.sends:
         w = f"send {ps.src}->{ps.dst} route {ps.route_id}"
         if not (0 <= ps.src < N and 0 <= ps.dst < N) or ps.src == ps.dst:
@@ -357,34 +362,28 @@ def plan_paths(prog: MpiPathProgram, size: int, rank: int, route_mode: str = "re
         if len(set(hops)) != len(hops):
             raise FormatError(f"{w}: route visits rank(s) twice")
         for k0, cnt in chunk_runs(ps.chunks):
-            if ps.dst == rank:
-                written[ps.src * C + k0:ps.src * C + k0 + cnt] = True
+            final = ps.src * C + k0
+            written[ps.dst, final:final + cnt] = True
             if route_mode == "direct":
-                if ps.src == rank:
-                    sends.append(Message(ps.dst, ps.route_id, BUF_I, ps.dst * C + k0, cnt))
-                if ps.dst == rank:
-                    recvs.append(Forward(Message(ps.src, ps.route_id, BUF_O, ps.src * C + k0, cnt), None))
+                sends[ps.src].append(Message(ps.dst, ps.route_id, BUF_I, ps.dst * C + k0, cnt))
+                recvs[ps.dst].append(Forward(Message(ps.src, ps.route_id, BUF_O, final, cnt), None))
                 continue
-            prev = None  # the hop message that arrives at hops[h]
+            prev = None  # (sender, tag) of the hop message arriving at a
             for a, b in zip(hops, hops[1:]):
                 tag = hop_tags[(a, b)]
                 hop_tags[(a, b)] += 1
                 if tag >= TAG_LIMIT:
                     raise FormatError(f"more than {TAG_LIMIT} relayed messages from rank {a} to rank {b}")
-                if a == ps.src:
-                    out = Message(b, tag, BUF_I, ps.dst * C + k0, cnt)
-                    if a == rank:
-                        sends.append(out)
-                else:  # a relays: it received the run into scratch (prev), forwards it to b
-                    if a == rank:
-                        recvs.append(Forward(Message(prev[0], prev[1], BUF_S, scratch, cnt),
-                                             Message(b, tag, BUF_S, scratch, cnt)))
-                        scratch += cnt
+                if prev is None:
+                    sends[a].append(Message(b, tag, BUF_I, ps.dst * C + k0, cnt))
+                else:  # a relays: it receives the run into scratch, then forwards it to b
+                    recvs[a].append(Forward(Message(prev[0], prev[1], BUF_S, scratch[a], cnt),
+                                            Message(b, tag, BUF_S, scratch[a], cnt)))
+                    scratch[a] += cnt
                 prev = (a, tag)
-            if ps.dst == rank:
-                recvs.append(Forward(Message(prev[0], prev[1], BUF_O, ps.src * C + k0, cnt), None))
-    return RankPlan("mpi", prog.name, N, rank, C, scratch, not _writes_own_shard(written, rank, C),
-                    PathPlan(tuple(sends), tuple(recvs)), route_mode)
+            recvs[ps.dst].append(Forward(Message(prev[0], prev[1], BUF_O, final, cnt), None))
+    return [RankPlan("mpi", prog.name, N, r, C, scratch[r], not _writes_own_shard(written[r], r, C),
+                     PathPlan(tuple(sends[r]), tuple(recvs[r])), route_mode) for r in range(N)]
 
 
 # -------------------------------------------------------------- dispatch
@@ -397,12 +396,14 @@ def load_schedule(path) -> tuple[str, object]:
     return load_program(path)
 
 
-def build_plan(program, size: int, rank: int, route_mode: str = "relay") -> RankPlan:
-    """Dispatch on the program type (see :mod:`a2a_compiler.lower.programs`)."""
+def build_plans(program, size: int, route_mode: str = "relay") -> list[RankPlan]:
+    """Every rank's plan; dispatch on the program type (see :mod:`a2a_compiler.lower.programs`)."""
+    from a2a_compiler.lower.programs import MpiPathProgram, MscclProgram, OnecclProgram
+
     if isinstance(program, MscclProgram):
-        return plan_msccl(program, size, rank)
+        return plan_msccl(program, size)
     if isinstance(program, OnecclProgram):
-        return plan_oneccl(program, size, rank)
+        return plan_oneccl(program, size)
     if isinstance(program, MpiPathProgram):
-        return plan_paths(program, size, rank, route_mode)
+        return plan_paths(program, size, route_mode)
     raise A2AError(f"not a schedule program: {type(program).__name__}")
