@@ -94,3 +94,14 @@ def test_path_chunking_needs_every_shard():
                        paths=tuple(p for p in sol.paths if (p.src, p.dst) != (2, 0)))
     with pytest.raises(A2AError, match="carries no flow for shard 2->0"):
         chunk_path_schedule(from_spec("ring:4"), sol)
+
+
+def test_mcf_extp_path_schedule_on_bipartite():
+    """K_{4,4}: MCF-extP's widest paths chunk exactly with C = 4 (time (3n-2)/n = 2.5)."""
+    sch = build_schedule(from_spec("bipartite:4"), Fabric(), "mcf-extp")
+    validate(sch)
+    assert sch.chunks_per_shard == 4
+    assert predicted_time(sch) == pytest.approx(2.5, abs=1e-12)
+    assert fidelity(sch) == pytest.approx(1.0, abs=1e-7)
+    with pytest.raises(A2AError, match="--steps applies to tsmcf only, not pmcf"):
+        build_schedule(from_spec("bipartite:4"), Fabric(), "pmcf", steps=3)
