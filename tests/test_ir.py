@@ -145,3 +145,16 @@ def test_wrong_field_types_are_named():
     del d["steps"]
     with pytest.raises(FormatError, match="missing field 'steps'"):
         from_json_dict(d)
+
+
+def test_hostile_sizes_fail_fast(tmp_path):
+    """A file claiming a huge all-to-all is refused by what it lists, not by scanning n_ranks² · C chunks."""
+    d = to_json_dict(ring4_schedule())
+    d["n_ranks"] = d["n_nodes"] = 10**6
+    d["chunks_per_shard"] = 10**6
+    with pytest.raises(FormatError, match=r"chunk \(0,1,1\) is never delivered \(it ends at rank 0, not 1\)"):
+        from_json_dict(d)
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100000 + "]" * 100000)
+    with pytest.raises(FormatError, match="nested too deeply"):
+        load_schedule(path)

@@ -69,9 +69,12 @@ def load_schedule(path) -> Schedule:
     data = read_bytes(path, MAX_SCHEDULE_BYTES)
     try:
         d = json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        where = f" at line {exc.lineno}, column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
-        raise FormatError(f"{path}: invalid JSON{where}: {getattr(exc, 'msg', exc)}") from None
+    except json.JSONDecodeError as exc:
+        raise FormatError(f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+    except UnicodeDecodeError:
+        raise FormatError(f"{path}: not UTF-8 text") from None
+    except RecursionError:
+        raise FormatError(f"{path}: JSON nested too deeply") from None
     return from_json_dict(d, str(path))
 
 

@@ -145,14 +145,27 @@ def _validate_link(sch: LinkSchedule, links: set) -> None:
             holder[c] = v
             if v == c[1]:
                 delivered[c] = t
+    missing = _first_missing(n, C, delivered)
+    if missing is not None:
+        raise FormatError(f"{_chunk_name(missing)} is never delivered (it ends at rank "
+                          f"{holder.get(missing, missing[0])}, not {missing[1]})")
+
+
+def _first_missing(n: int, C: int, present: dict) -> Chunk | None:
+    """The first chunk (in (origin, dest, index) order) not in ``present``.
+
+    ``present`` holds valid chunks only, so when it is short the scan stops
+    within ``len(present) + 1`` chunks: the cost is bounded by the file, not by
+    the ``n_ranks`` and ``chunks_per_shard`` it claims.
+    """
+    if len(present) == n * (n - 1) * C:
+        return None
     for o in range(n):
         for d in range(n):
-            if o == d:
-                continue
-            for i in range(C):
-                if (o, d, i) not in delivered:
-                    raise FormatError(f"{_chunk_name((o, d, i))} is never delivered (it ends at rank "
-                                      f"{holder.get((o, d, i), o)}, not {d})")
+            for i in range(C if o != d else 0):
+                if (o, d, i) not in present:
+                    return (o, d, i)
+    return None
 
 
 def _validate_path(sch: PathSchedule, links: set) -> None:
@@ -178,11 +191,10 @@ def _validate_path(sch: PathSchedule, links: set) -> None:
             if key in owner:
                 raise FormatError(f"{_chunk_name(key)} is delivered twice (routes {owner[key]} and {r.route_id})")
             owner[key] = r.route_id
-    for o in range(n):
-        for d in range(n):
-            for i in range(C if o != d else 0):
-                if (o, d, i) not in owner:
-                    raise FormatError(f"{_chunk_name((o, d, i))} is on no route (shard {o}->{d} not fully covered)")
+    missing = _first_missing(n, C, owner)
+    if missing is not None:
+        o, d, _ = missing
+        raise FormatError(f"{_chunk_name(missing)} is on no route (shard {o}->{d} not fully covered)")
 
 
 # ------------------------------------------------------------------ cost model
