@@ -183,3 +183,14 @@ def test_dataflow_time_with_host_bottleneck():
     report = verify_bytes(ALLPAIRS, "allpairs.xml", from_spec("complete:3"), fabric)
     # each gpu injects two shards through a one-link-wide host port: 2 link-times, as the LP says
     assert report.valid and report.perf.predicted_time == 2.0 and abs(report.lp_time - 2.0) < 1e-6
+
+
+def test_huge_declared_buffers_not_simulated():
+    gpu = '<gpu id="{}" i_chunks="32768" o_chunks="32768" s_chunks="32768"/>'
+    data = ('<algo name="x" proto="Simple" nchannels="1" nchunksperloop="32768" ngpus="256" coll="alltoall" '
+            'inplace="0" outofplace="1" minBytes="0" maxBytes="0">\n'
+            + "\n".join(gpu.format(g) for g in range(256)) + "\n</algo>\n").encode()
+    report = verify_bytes(data, "big.xml")
+    assert report.errors["data movement"] == [
+        "the program declares 25165824 buffer chunks over all ranks, more than the verifier simulates (16777216); "
+        "not verified"]

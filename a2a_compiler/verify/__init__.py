@@ -26,6 +26,8 @@ from ..topology.model import Topology
 from . import msccl_rules, performance, simulate, topology_check
 
 CHECKS = ("executor rules", "data movement", "deadlock freedom", "topology")
+#: Most buffer chunks (input + output + scratch over all ranks) the symbolic execution allocates.
+MAX_SIMULATED_CHUNKS = 1 << 24
 
 
 @dataclass
@@ -108,9 +110,13 @@ def verify_bytes(data: bytes, source: str = "<xml>", topology: Topology | None =
         steps = sum(len(t.steps) for g in program.gpus for t in g.tbs)
         report.summary = (f"{program.ngpus} gpus, {report.chunks_per_shard} chunk(s) per peer, "
                           f"{program.nchannels} channel(s), {tbs} thread blocks, {steps} steps, proto {program.proto}")
+        size = sum(g.i_chunks + g.o_chunks + g.s_chunks for g in program.gpus)
+        if sound and size > MAX_SIMULATED_CHUNKS:
+            report.errors["data movement"].append(_too_big(size))
+            sound = False
         if not sound:
             why = "the program breaks structural executor rules (see above)"
-            report.skipped = dict.fromkeys(("data movement", "deadlock freedom", "topology"), why)
+            report.skipped = {c: why for c in ("data movement", "deadlock freedom", "topology") if not report.errors[c]}
             return report
         trace = simulate.simulate_msccl(program)
         for m in trace.errors:
@@ -120,6 +126,11 @@ def verify_bytes(data: bytes, source: str = "<xml>", topology: Topology | None =
         report = Report(source, fmt, program.nranks, program.chunks_per_shard)
         report.skipped["executor rules"] = "MSCCL only"
         report.skipped["deadlock freedom"] = "matched asynchronous operations and a local wait-all per step"
+        size = sum(r.i_chunks + r.o_chunks + r.s_chunks for r in program.ranks)
+        if size > MAX_SIMULATED_CHUNKS:
+            report.errors["data movement"].append(_too_big(size))
+            report.skipped["topology"] = "not simulated"
+            return report
         trace = simulate.simulate_oneccl(program)
         report.errors["data movement"] += trace.errors
         ops = sum(len(s) for r in program.ranks for s in r.steps)
@@ -154,3 +165,8 @@ def verify_bytes(data: bytes, source: str = "<xml>", topology: Topology | None =
 
         report.lp_time = 1.0 / solve(topology, fabric, "mcf-decomp").concurrent_flow
     return report
+
+
+def _too_big(size: int) -> str:
+    return (f"the program declares {size} buffer chunks over all ranks, more than the verifier simulates "
+            f"({MAX_SIMULATED_CHUNKS}); not verified")
