@@ -64,7 +64,7 @@ def test_hand_built_schedules_are_byte_exact(fixture, route_mode, fmt):
 def test_direct_schedule_via_a2a_run_reports_the_mcf_bound(tmp_path):
     path = tmp_path / "direct8.xml"
     path.write_bytes(program_to_xml(direct_msccl(8)))
-    out = run_json(8, path, "-b", "4K", "-e", "8K", "--link-bw", "3.125GB/s", "--mcf-flow", "0.5",
+    out = run_json(8, path, "-b", "4K", "-e", "8K", "--link-bw", "3.125GB/s", "--mcf-flow", "1/2",
                    cmd=("-m", "a2a_compiler", "run"))
     assert out["bound_GBps"] == pytest.approx(7 * 0.5 * 3.125)
     for r in out["results"]:
@@ -127,6 +127,7 @@ def test_alltoall_api_from_user_code():
     for x in lines:
         assert x["exact"] == [True] * 8
         assert x["size_error"] == "sendbuf has 64000 bytes but recvbuf has 63992"
+        assert x["inplace_error"] == "sendbuf and recvbuf overlap; in-place all-to-all is not supported"
 
 
 def _compiled_schedules(nranks: int) -> list[str]:

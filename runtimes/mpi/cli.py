@@ -17,6 +17,7 @@ import re
 import sys
 import traceback
 import types
+from fractions import Fraction
 
 from a2a_compiler.errors import A2AError
 
@@ -54,6 +55,17 @@ def parse_size(text: str) -> int:
     return value
 
 
+def parse_flow(text: str) -> float:
+    """``'2/27'`` or ``'0.074'`` -> a positive float."""
+    try:
+        value = float(Fraction(text.strip()))
+    except (ValueError, ZeroDivisionError):
+        raise argparse.ArgumentTypeError(f"cannot parse flow value {text!r}; use e.g. 0.0740741 or 2/27") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError("the flow value must be positive")
+    return value
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", metavar="FILE",
                    help="schedule: MSCCL XML (ours or other tools'), oneCCL-style XML, or MPI path schedule XML")
@@ -75,9 +87,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(default relay)")
     p.add_argument("--link-bw", metavar="BW",
                    help="link bandwidth b (e.g. 25Gbps, 3.125GB/s): report the fraction of the MCF bound (N-1)*F*b")
-    p.add_argument("--mcf-flow", type=float, metavar="F",
-                   help="MCF flow value F per commodity in link units (as printed by 'a2a solve'); "
-                        "needed with --link-bw, since schedule files do not record it")
+    p.add_argument("--mcf-flow", type=parse_flow, metavar="F",
+                   help="MCF flow value F per commodity in link units, e.g. 0.0740741 or 2/27 (as printed by "
+                        "'a2a solve' for the fabric the schedule was compiled for); needed with --link-bw, since "
+                        "schedule files do not record it")
     p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
                    help="abort the whole job (MPI_Abort) when a rank makes no progress for this long: a dead rank "
                         "or a deadlocking schedule never hangs (default 60; 0 disables)")
@@ -113,8 +126,6 @@ def sweep_sizes(args) -> list[int]:
         raise A2AError("--iters must be >= 1 and --warmup >= 0")
     if (args.link_bw is None) != (args.mcf_flow is None):
         raise A2AError("--link-bw and --mcf-flow go together: the bound (N-1)*F*b needs both")
-    if args.mcf_flow is not None and not args.mcf_flow > 0:
-        raise A2AError("--mcf-flow must be positive")
     sizes, m = [], args.minbytes
     while m <= args.maxbytes:
         sizes.append(m)

@@ -138,6 +138,8 @@ class Alltoall:
         recv = _byte_view(recvbuf, "recvbuf", writable=True)
         if send.size != recv.size:
             raise A2AError(f"sendbuf has {send.size} bytes but recvbuf has {recv.size}")
+        if np.may_share_memory(send, recv):
+            raise A2AError("sendbuf and recvbuf overlap; in-place all-to-all is not supported")
         if send.size == 0 or send.size % p.nranks:
             raise A2AError(f"buffers must hold {p.nranks} equal nonempty shards; got {send.size} bytes")
         m = send.size // p.nranks

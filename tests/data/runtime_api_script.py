@@ -3,7 +3,7 @@
 For each schedule it builds ``runtimes.mpi.Alltoall(FILE, comm)`` once, calls it
 twice per size on float64 arrays whose values identify (source, destination,
 element), compares the result with native ``comm.Alltoall`` on the same data,
-and tries a wrongly sized buffer.  Rank 0 prints one JSON line per schedule.
+and tries a wrongly sized buffer and an in-place call.  Rank 0 prints one JSON line per schedule.
 """
 
 import json
@@ -29,13 +29,16 @@ for arg in sys.argv[1:]:
         a2a(send, recv)
         comm.Alltoall(send, ref)
         exact.append(bool(np.array_equal(recv, ref)))
-    try:
-        a2a(send, recv[:-1])
-        size_error = None
-    except A2AError as exc:
-        size_error = str(exc)
+    errors = []
+    for bad in (recv[:-1], send):  # wrong size, in place
+        try:
+            a2a(send, bad)
+            errors.append(None)
+        except A2AError as exc:
+            errors.append(str(exc))
     a2a.free()
     exact = comm.gather(all(exact))
     if rank == 0:
-        print(json.dumps({"schedule": arg, "format": a2a.format, "exact": exact, "size_error": size_error}),
+        print(json.dumps({"schedule": arg, "format": a2a.format, "exact": exact, "size_error": errors[0],
+                          "inplace_error": errors[1]}),
               flush=True)
