@@ -129,3 +129,13 @@ def test_oneccl_broken_files_fail():
 
 def test_ring_links_helper_consistent():
     assert len(ring_links(4)) == 8
+
+
+def test_dropped_dependency_is_caught():
+    """Without its dependency a relay's send may run before the receive that fills its scratch slot."""
+    data = msccl_to_xml(lower_msccl(ring_schedule(4, 2))).decode()
+    relay = '<step s="2" type="s" srcbuf="s" srcoff="0" dstbuf="s" dstoff="0" cnt="1" depid="1" deps="1" hasdep="0"/>'
+    assert data.count(relay) >= 1
+    broken = data.replace(relay, relay.replace('depid="1" deps="1"', 'depid="-1" deps="-1"'), 1)
+    errs = verify_bytes(broken.encode(), "t.xml").errors["data movement"]
+    assert errs[0] == "gpu 0 tb 4 step 2: reads unwritten scratch chunk s[0]"

@@ -194,3 +194,24 @@ def test_huge_declared_buffers_not_simulated():
     assert report.errors["data movement"] == [
         "the program declares 25165824 buffer chunks over all ranks, more than the verifier simulates (16777216); "
         "not verified"]
+
+
+def test_unordered_scratch_read_is_a_race():
+    """gpu 1 receives into scratch (tb 0) and copies it out in tb 2 without a dependency."""
+    text = ALLPAIRS.decode()
+    r = _step_line(1, 0, 1)
+    text = text.replace(r, r.replace('dstbuf="o" dstoff="0"', 'dstbuf="s" dstoff="0"'))
+    text = text.replace('<gpu id="1" i_chunks="3" o_chunks="3" s_chunks="0">',
+                        '<gpu id="1" i_chunks="3" o_chunks="3" s_chunks="1">')
+    c = _step_line(1, 2, 0)
+    cpy = c.replace('s="0" type="cpy" srcbuf="i" srcoff="1"', 's="1" type="cpy" srcbuf="s" srcoff="0"')
+    text = text.replace(c, c + cpy.replace('dstoff="1"', 'dstoff="0"'))
+    report = verify_bytes(text.encode(), "t.xml")
+    assert not report.errors["executor rules"]
+    assert report.errors["data movement"] == [
+        "gpu 1 tb 2 step 1: reads s[0] written by tb 0 step 1 with no dependency ordering the two (race)"]
+    fixed = text.replace(cpy.replace('dstoff="1"', 'dstoff="0"'),
+                         cpy.replace('dstoff="1"', 'dstoff="0"').replace('depid="-1" deps="-1"', 'depid="0" deps="1"'))
+    fixed = fixed.replace(r.replace('dstbuf="o" dstoff="0"', 'dstbuf="s" dstoff="0"'),
+                          r.replace('dstbuf="o" dstoff="0"', 'dstbuf="s" dstoff="0"').replace('hasdep="0"', 'hasdep="1"'))
+    assert verify_bytes(fixed.encode(), "t.xml").valid
