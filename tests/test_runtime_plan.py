@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import dataclasses
-import sys
+import importlib.util
 from pathlib import Path
 
 import pytest
 
 from a2a_compiler.errors import A2AError, FormatError
 from a2a_compiler.lower import load_program
-from runtimes.mpi.plan import BUF_I, BUF_O, BUF_S, RECV, Forward, Message, build_plans, chunk_runs
 from runtimes.mpi.direct import direct_msccl
+from runtimes.mpi.plan import BUF_I, BUF_O, BUF_S, RECV, Forward, Message, build_plans, chunk_runs
 
 DATA = Path(__file__).resolve().parent / "data"
-sys.path.insert(0, str(DATA))
-import runtime_fixtures as fixtures  # noqa: E402
+_spec = importlib.util.spec_from_file_location("runtime_fixtures", DATA / "runtime_fixtures.py")
+fixtures = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(fixtures)
 
 
 @pytest.mark.parametrize("name, make", sorted(fixtures.FIXTURES.items()))

@@ -186,7 +186,6 @@ def _timed(comm, fn, send, recv, n_warm, n_iter, check, watchdog):
 
 def main(args, prog: str) -> int:
     """Entry point shared by ``a2a run`` and ``python -m runtimes.mpi``."""
-    import numpy as np
     from mpi4py import MPI
 
     from .executor import Alltoall, agree, on_root

@@ -20,7 +20,6 @@ written with the format writers.  Regenerate the files with
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from a2a_compiler.lower.programs import (MpiPathProgram, MscclGpu, MscclProgram, MscclStep, MscclThreadBlock,
@@ -139,10 +138,9 @@ FIXTURES = {
 }
 
 if __name__ == "__main__":
-    here = Path(__file__).resolve().parent
-    sys.path.insert(0, str(here.parents[1]))
+    from a2a_compiler.io import atomic_write
     from a2a_compiler.lower import program_to_xml
 
     for name, make in FIXTURES.items():
-        (here / name).write_bytes(program_to_xml(make()))
+        atomic_write(Path(__file__).resolve().parent / name, program_to_xml(make()))
         print(name)
