@@ -114,6 +114,8 @@ class _Assignment:
         for paths, n in zip(self.paths, self.counts):
             for p, k in zip(paths, n):
                 self.load[p] += k * self.inc[p]
+                if len(np.unique(p)) != len(p):
+                    raise A2AError("a candidate path crosses the same link or host link twice; routes must be simple")
             self.groups.append([p // W for p in paths])
             masks = []
             for p in paths:
@@ -242,28 +244,22 @@ def time_paths(topology: Topology, solution: FlowSolution) -> dict[tuple[int, in
     return result
 
 
-def _link_assignment(topology, solution, C, cands) -> _Assignment:
+def _link_paths(topology, solution, cands) -> tuple[_Resources, list[list[np.ndarray]]]:
+    """Resources of every candidate time path (one group per step)."""
     L = solution.n_steps
     res = _resources(topology, solution.fabric, L)
-    paths, counts = [], []
-    for (s, d), plist in cands.items():
-        rids = []
-        for _, nodes in plist:
-            r = []
-            for t in range(L):
-                u, v = nodes[t], nodes[t + 1]
-                if u != v:
-                    r += _hop_resources(topology, solution.fabric, t, u, v, topology.link_index(u, v), s, d, res.width)
-            rids.append(np.array(r, dtype=np.int64))
-        paths.append(rids)
-        counts.append(largest_remainder(np.array([w for w, _ in plist]), C))
-    return _Assignment(res, C, paths, counts)
+    paths = [[np.array([r for t in range(L) if nodes[t] != nodes[t + 1]
+                        for r in _hop_resources(topology, solution.fabric, t, nodes[t], nodes[t + 1],
+                                                topology.link_index(nodes[t], nodes[t + 1]), s, d, res.width)],
+                       dtype=np.int64) for _, nodes in plist]
+             for (s, d), plist in cands.items()]
+    return res, paths
 
 
-def _link_schedule(topology, solution, C, cands, asg) -> LinkSchedule:
+def _link_schedule(topology, solution, C, cands, counts) -> LinkSchedule:
     L = solution.n_steps
     moves: dict[tuple[int, int, int], list] = {}
-    for ((s, d), plist), n in zip(cands.items(), asg.counts):
+    for ((s, d), plist), n in zip(cands.items(), counts):
         i = 0
         for (_, nodes), k in zip(plist, n.tolist()):
             chunks = [(s, d, i + j) for j in range(k)]
@@ -290,16 +286,14 @@ def _links(topology: Topology) -> tuple[tuple[int, int, float], ...]:
 
 def chunk_link_schedule(topology: Topology, solution: FlowSolution, *, max_chunks: int = 16,
                         chunks: int | None = None, progress=None) -> LinkSchedule:
-    """Chunk a tsMCF solution into a :class:`LinkSchedule` (see :func:`choose_chunks`)."""
+    """Chunk a tsMCF solution into a :class:`LinkSchedule` (``C`` as in :func:`choose_chunks`)."""
     if solution.link_flows is None:
         raise A2AError(f"{solution.method} solution has no link flows to chunk")
     cands = time_paths(topology, solution)
     _check_covered(topology.n_hosts, cands, solution.method)
-    return choose_chunks(
-        lambda C: _link_assignment(topology, solution, C, cands),
-        lambda C, asg: _link_schedule(topology, solution, C, cands, asg),
-        solution.a2a_time, max_chunks, chunks, progress,
-    )
+    res, paths = _link_paths(topology, solution, cands)
+    C, counts = choose_chunks(res, paths, cands, solution.a2a_time, max_chunks, chunks, progress)
+    return _link_schedule(topology, solution, C, cands, counts)
 
 
 # --------------------------------------------------------- path schedules
@@ -318,33 +312,24 @@ def chunk_path_schedule(topology: Topology, solution: FlowSolution, *, max_chunk
     cands = dict(sorted(cands.items()))
     _check_covered(topology.n_hosts, cands, solution.method)
     res = _resources(topology, solution.fabric, 1)
-
-    def assignment(C):
-        paths, counts = [], []
-        for (s, d), plist in cands.items():
-            paths.append([np.array([r for u, v in zip(nodes, nodes[1:])
-                                    for r in _hop_resources(topology, solution.fabric, 0, u, v,
-                                                            topology.link_index(u, v), s, d, res.width)],
-                                   dtype=np.int64) for _, nodes in plist])
-            counts.append(largest_remainder(np.array([w for w, _ in plist]), C))
-        return _Assignment(res, C, paths, counts)
-
-    def build(C, asg):
-        routes = []
-        for ((s, d), plist), n in zip(cands.items(), asg.counts):
-            i = rid = 0
-            for (_, nodes), k in zip(plist, n.tolist()):
-                if k:
-                    routes.append(Route(s, d, nodes, rid, tuple(range(i, i + k))))
-                    i += k
-                    rid += 1
-        return PathSchedule(
-            n_ranks=topology.n_hosts, chunks_per_shard=C, routes=tuple(routes), links=_links(topology),
-            n_nodes=topology.n_nodes, spec=topology.spec, fabric=solution.fabric, method=solution.method,
-            lp_time=solution.a2a_time,
-        )
-
-    return choose_chunks(assignment, build, solution.a2a_time, max_chunks, chunks, progress)
+    paths = [[np.array([r for u, v in zip(nodes, nodes[1:])
+                        for r in _hop_resources(topology, solution.fabric, 0, u, v, topology.link_index(u, v),
+                                                s, d, res.width)], dtype=np.int64) for _, nodes in plist]
+             for (s, d), plist in cands.items()]
+    C, counts = choose_chunks(res, paths, cands, solution.a2a_time, max_chunks, chunks, progress)
+    routes = []
+    for ((s, d), plist), n in zip(cands.items(), counts):
+        i = rid = 0
+        for (_, nodes), k in zip(plist, n.tolist()):
+            if k:
+                routes.append(Route(s, d, nodes, rid, tuple(range(i, i + k))))
+                i += k
+                rid += 1
+    return PathSchedule(
+        n_ranks=topology.n_hosts, chunks_per_shard=C, routes=tuple(routes), links=_links(topology),
+        n_nodes=topology.n_nodes, spec=topology.spec, fabric=solution.fabric, method=solution.method,
+        lp_time=solution.a2a_time,
+    )
 
 
 def _check_covered(n: int, cands: dict, method: str) -> None:
@@ -361,24 +346,23 @@ def chunk_candidates(max_chunks: int) -> list[int]:
     return sorted({c for c in CHUNK_CANDIDATES if c <= max_chunks} | {max_chunks})
 
 
-def choose_chunks(assign, build, lp_time: float, max_chunks: int, chunks: int | None = None, progress=None):
-    """Try ``C`` in :func:`chunk_candidates`; keep the smallest reaching
-    :data:`FIDELITY_TARGET`, else the one with the best fidelity.  ``chunks``
-    fixes ``C`` instead.
-
-    ``assign(C)`` rounds the flows to an :class:`_Assignment`; ``build(C, asg)``
-    turns the rebalanced assignment into a schedule.
+def choose_chunks(res: _Resources, paths: list[list[np.ndarray]], cands: dict, lp_time: float, max_chunks: int,
+                  chunks: int | None = None, progress=None) -> tuple[int, list[np.ndarray]]:
+    """Round and :func:`rebalance` for each ``C`` in :func:`chunk_candidates`; keep the
+    smallest ``C`` reaching :data:`FIDELITY_TARGET`, else the one with the best
+    fidelity (``chunks`` fixes ``C`` instead).  Returns ``C`` and the chunk
+    counts per candidate path of every shard.
     """
+    weights = [np.array([w for w, _ in plist]) for plist in cands.values()]
     best = None
     for C in [chunks] if chunks is not None else chunk_candidates(max_chunks):
-        asg = assign(C)
+        asg = _Assignment(res, C, paths, [largest_remainder(w, C) for w in weights])
         rebalance(asg)
         fid = lp_time / asg.time()
         if progress:
             progress(f"chunking: C = {C} -> fidelity {fid:.4f}")
         if best is None or fid > best[0] + 1e-12:
-            best = (fid, C, asg)
+            best = (fid, C, asg.counts)
         if fid >= FIDELITY_TARGET:
             break
-    fid, C, asg = best
-    return build(C, asg)
+    return best[1], best[2]
