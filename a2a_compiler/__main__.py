@@ -2,4 +2,5 @@ import sys
 
 from .cli import main
 
-sys.exit(main())
+if __name__ == "__main__":  # not when mpi4py.futures / multiprocessing workers re-import the main module
+    sys.exit(main())

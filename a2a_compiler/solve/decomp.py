@@ -17,6 +17,7 @@ Parallelism uses standard executors only: local processes
 
 from __future__ import annotations
 
+import multiprocessing
 import time
 from concurrent.futures import ProcessPoolExecutor
 
@@ -50,14 +51,13 @@ def split_source(graph: Topology, source: int, flow: np.ndarray, child: str = "p
         demand[:nh] = 1.0
         demand[source] = 0.0
         return decompose_flow(graph, source, flow, demand)
-    # Child LP (eqs. 10-14): minimum total flow delivering every destination's demand
-    # within the source's master flow (U fixed to 1; demand 1-1e-6 absorbs master-LP
-    # tolerance, weights are renormalised afterwards).
+    # Child LP (eqs. 10-14): minimum total flow delivering one unit to every destination
+    # within the source's master flow (U fixed to 1).  Capacities get 1e-7 relative
+    # slack for the master LP's tolerance; the certified F accounts for it.
     dests = np.array([d for d in range(nh) if d != source])
-    target = 1 - 1e-6
-    sinks = sp.coo_array((np.full(len(dests), target), (np.arange(len(dests)), dests)),
-                         shape=(len(dests), graph.n_nodes))
-    A, lower, upper = flow_lp(graph, np.full(len(dests), source), sinks, capacity=flow)
+    sinks = sp.coo_array((np.ones(len(dests)), (np.arange(len(dests)), dests)), shape=(len(dests), graph.n_nodes))
+    A, lower, upper = flow_lp(graph, np.full(len(dests), source), sinks,
+                              capacity=flow * (1 + 1e-7) + 1e-9 * float(flow.max(initial=0.0)))
     c = np.ones(A.shape[1])
     c[0] = 0.0
     col_fixed = np.zeros(A.shape[1])
@@ -89,7 +89,7 @@ def map_chunks(graph: Topology, func, chunk_args: list, *, workers: int = 1, mpi
     a module-level function.  ``workers <= 1`` without ``mpi`` runs in-process.
     """
     def report(i):
-        if progress and ((i + 1) % max(1, len(chunk_args) // 10) == 0):
+        if progress and ((i + 1) % -(-len(chunk_args) // 10) == 0 or i + 1 == len(chunk_args)):
             progress(f"{label}: {i + 1}/{len(chunk_args)} done")
 
     if workers <= 1 and not mpi:
@@ -105,7 +105,10 @@ def map_chunks(graph: Topology, func, chunk_args: list, *, workers: int = 1, mpi
             raise A2AError(f"--mpi needs mpi4py: {exc}") from None
         executor = MPIPoolExecutor(initializer=_install, initargs=(graph,))
     else:
-        executor = ProcessPoolExecutor(max_workers=workers, initializer=_install, initargs=(graph,))
+        # forkserver: workers fork from a fresh single-threaded server, never from a
+        # process whose HiGHS threads may hold locks
+        executor = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("forkserver"),
+                                       initializer=_install, initargs=(graph,))
     with executor as ex:
         futures = [ex.submit(_call, func, args) for args in chunk_args]
         out = []
