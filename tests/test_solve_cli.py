@@ -1,0 +1,92 @@
+"""``a2a solve``: JSON summary, fabric cases of the design source, saved files, errors."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from a2a_compiler.cli import main
+from a2a_compiler.solve import FlowSolution
+
+FABRIC = ["--link-bw", "25Gbps", "--host-bw", "100Gbps"]
+
+
+def _json(capsys, argv):
+    assert main(argv) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_json_summary_nic_forwarding(capsys):
+    s = _json(capsys, ["solve", "torus:3x3x3", *FABRIC, "--forwarding", "nic", "--json"])
+    assert s["method"] == "mcf-decomp" and s["hosts"] == 27
+    assert s["concurrent_flow"] == pytest.approx(1 / 9, rel=1e-6)
+    assert s["a2a_time"] == pytest.approx(9, rel=1e-6)
+    assert s["upper_bound"] == pytest.approx(1 / 9, rel=1e-6)
+    assert 0 <= s["gap"] <= 1e-6
+    assert s["throughput_bound_GBps"] == pytest.approx(9.03, abs=5e-3)
+    assert s["solve_seconds"] > 0
+
+
+def test_json_summary_host_forwarding(capsys):
+    s = _json(capsys, ["solve", "torus:3x3x3", *FABRIC, "--forwarding", "host", "--json"])
+    assert s["concurrent_flow"] == pytest.approx(2 / 27, rel=1e-6)
+    assert s["throughput_bound_GBps"] == pytest.approx(6.0185, abs=1e-3)  # reported as 6.01 GB/s
+
+
+@pytest.mark.parametrize("argv,expected", [
+    (["--method", "mcf"], 1 / 4),
+    (["--method", "pmcf", "--paths", "ksp:3"], 1 / 4),
+    (["--method", "mcf-extp", "--base", "mcf"], 1 / 4),
+    (["--method", "mcf-decomp", "--child", "lp", "--solver", "simplex"], 1 / 4),
+])
+def test_methods_from_the_command_line(capsys, argv, expected):
+    s = _json(capsys, ["solve", "hypercube:3", *argv, "--json"])
+    assert s["concurrent_flow"] == pytest.approx(expected, rel=1e-6)
+    assert s["throughput_bound_GBps"] is None
+
+
+def test_save_round_trip_and_text_output(tmp_path, capsys):
+    out = tmp_path / "p.npz"
+    assert main(["solve", "petersen", "--method", "mcf-extp", "--save", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "concurrent flow F = 0.2" in text and "certified upper bound" in text and "weighted paths" in text
+    sol = FlowSolution.load(out)
+    assert sol.method == "mcf-extp" and sol.concurrent_flow == pytest.approx(0.2)
+    assert len(sol.paths) == 90  # one shortest path per pair suffices on the Petersen graph
+    assert abs(sum(p.weight for p in sol.paths if (p.src, p.dst) == (0, 7)) - 1) < 1e-12
+
+
+def _run(args, cwd):
+    return subprocess.run([sys.executable, "-m", "a2a_compiler", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def test_user_errors_exit_2_without_traceback_or_output_file(tmp_path):
+    out = tmp_path / "never.npz"
+    r = _run(["solve", "torus:8x8", "--method", "pmcf", "--paths", "shortest", "--max-paths", "5",
+              "--save", str(out)], tmp_path)
+    assert r.returncode == 2
+    assert r.stderr.strip() == ("a2a solve: error: shortest paths: host pair 0->36 has 280 shortest paths, "
+                                "more than --max-paths 5; use --paths disjoint or --paths ksp:K, or raise --max-paths")
+    assert "Traceback" not in r.stderr and not out.exists() and r.stdout == ""
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["ring:4", "--host-bw", "100Gbps"], "--host-bw needs --link-bw"),
+    (["ring:4", "--workers", "0"], "--workers must be >= 1"),
+    (["ring:4", "--method", "pmcf", "--paths", "widest"], "--paths must be disjoint, shortest or ksp:K"),
+    (["ring:4", "--method", "mcf-extp", "--tol", "2"], "--tol must be in (0, 1)"),
+])
+def test_bad_options(capsys, argv, message):
+    assert main(["solve", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("a2a solve: error: ") and message in err
+
+
+def test_help_documents_methods_and_parallel_launches(capsys):
+    with pytest.raises(SystemExit):
+        main(["solve", "--help"])
+    text = capsys.readouterr().out
+    for needle in ("mpiexec -n 8 python -m mpi4py.futures -m a2a_compiler solve", "--workers 2", "--mpi",
+                   "mcf-extp", "tsmcf", "(N-1)*F*b", "--max-paths", "--solver"):
+        assert needle in text
