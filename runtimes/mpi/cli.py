@@ -210,9 +210,10 @@ def main(args, prog: str) -> int:
         watchdog.kick()
         p = a2a.plan
         bound = (N - 1) * args.mcf_flow * link_bw if link_bw else None
+        scratch = comm.allreduce(p.scratch_chunks, op=MPI.MAX)
         header = {
             "schedule": str(args.file), "name": p.name, "format": p.format, "nranks": N,
-            "chunks_per_shard": p.chunks_per_shard, "scratch_chunks": p.scratch_chunks,
+            "chunks_per_shard": p.chunks_per_shard, "scratch_chunks_max": scratch,
             "route_mode": p.route_mode, "iters": args.iters, "warmup": args.warmup, "check": args.check,
             "link_bw_Bps": link_bw or None, "mcf_flow": args.mcf_flow,
             "bound_GBps": bound / 1e9 if bound else None,
@@ -287,7 +288,8 @@ def _sweep(args, a2a, sizes, header, bound, watchdog, out):
 def _print_header(out, h: dict) -> None:
     rm = f", route-mode {h['route_mode']}" if h["route_mode"] else ""
     print(f"# {h['schedule']}: {h['format']} schedule {h['name']!r}, {h['nranks']} ranks, "
-          f"{h['chunks_per_shard']} chunk(s)/shard, {h['scratch_chunks']} scratch chunk(s) on this rank{rm}", file=out)
+          f"{h['chunks_per_shard']} chunk(s)/shard, up to {h['scratch_chunks_max']} scratch chunk(s) per rank{rm}",
+          file=out)
     print(f"# {h['iters']} iterations after {h['warmup']} warm-up; time = max over ranks per iteration; "
           f"algbw = (N-1)*bytes/time_median; check: {h['check']}", file=out)
     if h["bound_GBps"]:
