@@ -6,6 +6,7 @@ Each job has a hard subprocess timeout, so a hang fails the test instead of stal
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -154,3 +155,33 @@ def test_compiled_schedules_are_byte_exact(nranks):
     assert {x["format"] for x in lines} == {"msccl", "oneccl", "mpi"}
     for x in lines:
         assert x["exact"] == [True] * nranks, x["schedule"]
+
+
+def test_human_table_and_bound_columns():
+    p = mpirun(8, "-m", "runtimes.mpi", str(DATA / "runtime_ecube8.oneccl.xml"), "-b", "2K", "-e", "4K",
+               "-n", "2", "-w", "0", "--link-bw", "25Gbps", "--mcf-flow", "1/4", "--timeout", "30")
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0].endswith("oneccl schedule 'runtime-ecube-8', 8 ranks, 2 chunk(s)/shard, "
+                             "up to 10 scratch chunk(s) per rank")
+    assert "# MCF bound (N-1)*F*b = 5.469 GB/s (F = 0.25)" in lines
+    rows = [x.split() for x in lines if not x.startswith("#")]
+    assert [(r[0], r[1], r[-1]) for r in rows] == [("2048", "1024", "ok"), ("4096", "2048", "ok")]
+    assert lines[-1] == "# all sizes verified"
+
+
+def test_a_rank_that_stops_cannot_hang_user_code():
+    # rank 1 leaves before the all-to-all; the others are stuck in it until the watchdog aborts the job
+    code = ("import sys, numpy as np\n"
+            "from mpi4py import MPI\n"
+            "from runtimes.mpi import Alltoall\n"
+            "from runtimes.mpi.watchdog import Watchdog\n"
+            "comm = MPI.COMM_WORLD\n"
+            f"a2a = Alltoall({str(DATA / 'runtime_relay8.msccl.xml')!r}, comm)\n"
+            "if comm.rank == 1:\n"
+            "    sys.exit(0)\n"
+            "with Watchdog(2, comm, 'user-job'):\n"
+            "    a2a(np.zeros(8000, np.uint8), np.zeros(8000, np.uint8))\n")
+    p = mpirun(8, "-c", code, timeout=60)
+    assert p.returncode != 0
+    assert re.search(r"user-job: rank [02-7]: no progress for 2 s", p.stderr), p.stderr
