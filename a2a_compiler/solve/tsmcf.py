@@ -50,6 +50,8 @@ from .result import FlowSolution
 STEP_TOLERANCE = 1e-3
 #: The automatic search tries at most ``diameter + MAX_EXTRA_STEPS`` steps.
 MAX_EXTRA_STEPS = 6
+#: ``solver="auto"`` uses simplex up to this many LP columns, interior point above.
+SIMPLEX_MAX_COLUMNS = 10_000
 #: Flows below this (per unit demand) are LP noise and dropped.
 FLOW_EPS = 1e-9
 
@@ -184,6 +186,8 @@ def _ts_lp(topology: Topology, fabric: Fabric, L: int, groups: _Groups, solver: 
     A = sp.csc_array((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(r0, n_col))
     c = np.zeros(n_col)
     c[o_u:] = 1.0
+    if solver == "auto":
+        solver = "simplex" if n_col <= SIMPLEX_MAX_COLUMNS else "ipm"
     res = solve_lp(c, A, np.concatenate(lo), np.concatenate(hi), solver=solver)
     x = np.maximum(res.x, 0.0)
     x[x < FLOW_EPS] = 0.0
@@ -271,10 +275,11 @@ def tsmcf(
         destination (default, scales to hundreds of nodes); ``False`` solves the
         full per-commodity LP (reference).
     solver : HiGHS solver for the LPs (``simplex``, ``ipm``, ``pdlp``) or ``auto``:
-        simplex at ``l_max = diameter`` (its vertex solutions have few paths
-        with round weights, which chunk well), interior point beyond (simplex
-        stalls on the degenerate longer horizons: genkautz:32,4 at 4 steps took
-        17 s vs 1.4 s).
+        simplex for LPs of at most :data:`SIMPLEX_MAX_COLUMNS` columns (its
+        vertex solutions on small symmetric graphs have round weights that
+        chunk exactly), interior point above (simplex stalls on these
+        degenerate LPs: hypercube:5 at 5 steps 30 s vs 3.4 s, genkautz:32,4 at
+        4 steps 17 s vs 1.4 s, and the IPM flows chunk better there).
     progress : optional callable receiving one-line progress messages.
 
     Returns
@@ -297,8 +302,7 @@ def tsmcf(
     best, tried = None, []
     for L in candidates:
         groups = _source_groups(topology.n_nodes) if decomposed else _commodity_groups(topology.n_nodes)
-        lp_solver = solver if solver != "auto" else ("simplex" if L == diam else "ipm")
-        sol = _ts_lp(topology, fabric, L, groups, lp_solver)
+        sol = _ts_lp(topology, fabric, L, groups, solver)
         tried.append([L, sol.objective])
         if progress:
             progress(f"tsmcf: {L} steps -> sum U_t = {sol.objective:.6g} ({sol.seconds:.2f} s LP)")
