@@ -287,8 +287,11 @@ def tsmcf(
     FlowSolution with ``n_steps = l_max``, ``step_loads = U_t``, per-step
     per-commodity link flows (column ``t*n_links + e``), ``concurrent_flow =
     1/Σ_t U_t``.  ``upper_bound`` equals ``concurrent_flow``: the LP is solved to
-    optimality, which certifies that no ``l_max``-step fractional schedule is
-    faster (the static MCF optimum bounds every ``l_max``).
+    optimality (within HiGHS's tolerance, 1e-7 relative for the interior-point
+    solver), which certifies that no ``l_max``-step fractional schedule is
+    faster.  ``info["distance_bound_time"]`` (:func:`time_lower_bound`) bounds
+    ``Σ_t U_t`` from below for every ``l_max``; ``info["objective_by_steps"]``
+    lists the ``[l_max, Σ_t U_t]`` pairs tried.
     """
     _check(topology)
     require_connected(topology)
