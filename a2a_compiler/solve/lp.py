@@ -24,7 +24,8 @@ SOLVERS = {
     "simplex": {"solver": "simplex"},
     "ipm": {"solver": "ipm", "run_crossover": "off", "presolve": "off", "ipm_optimality_tolerance": 1e-7},
     "ipm-crossover": {"solver": "ipm", "run_crossover": "on"},
-    "pdlp": {"solver": "pdlp"},
+    "pdlp": {"solver": "pdlp", "pdlp_optimality_tolerance": 1e-5, "primal_feasibility_tolerance": 1e-5,
+             "dual_feasibility_tolerance": 1e-5},
 }
 
 
