@@ -233,3 +233,14 @@ def decompose_flow(topology: Topology, source: int, flow: np.ndarray, demand: np
             ptr.append(len(links))
     return Routing(source * nh + np.asarray(dests, dtype=np.int64), np.asarray(weights, dtype=float),
                    np.asarray(ptr, dtype=np.int64), np.asarray(links, dtype=np.int64))
+
+
+def decompose_commodities(topology: Topology, sources, dests, flows: np.ndarray) -> Routing:
+    """:func:`decompose_flow` of per-commodity flows ``flows[k]`` (unit demand ``sources[k] -> dests[k]``)."""
+    demand = np.zeros(topology.n_nodes)
+    parts = []
+    for s, d, f in zip(np.asarray(sources).tolist(), np.asarray(dests).tolist(), flows):
+        demand[d] = 1.0
+        parts.append(decompose_flow(topology, s, f, demand))
+        demand[d] = 0.0
+    return Routing.concat(parts)

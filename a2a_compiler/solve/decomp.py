@@ -27,7 +27,7 @@ import scipy.sparse as sp
 from ..errors import A2AError
 from ..fabric import Fabric, augment
 from ..topology.model import Topology
-from .certificate import Routing, check_connected, decompose_flow, dual_upper_bound
+from .certificate import Routing, check_connected, decompose_commodities, decompose_flow, dual_upper_bound
 from .lp import solve_lp
 from .mcf import DEFAULT_SOLVER, finish, flow_lp, solve_flow_lp
 from .result import FlowSolution
@@ -63,14 +63,7 @@ def split_source(graph: Topology, source: int, flow: np.ndarray, child: str = "p
     col_fixed = np.zeros(A.shape[1])
     col_fixed[0] = 1.0
     res = solve_lp(c, A, lower, upper, col_fixed, np.where(col_fixed > 0, 1.0, np.inf), solver=solver)
-    flows = res.x[1:].reshape(len(dests), graph.n_links)
-    demand = np.zeros(graph.n_nodes)
-    parts = []
-    for i, d in enumerate(dests):
-        demand[d] = 1.0
-        parts.append(decompose_flow(graph, source, flows[i], demand))
-        demand[d] = 0.0
-    return Routing.concat(parts)
+    return decompose_commodities(graph, np.full(len(dests), source), dests, res.x[1:].reshape(len(dests), graph.n_links))
 
 
 def _split_chunk(graph: Topology, sources: np.ndarray, flows: np.ndarray, child: str, solver: str) -> Routing:

@@ -16,7 +16,7 @@ import scipy.sparse as sp
 
 from ..fabric import Fabric, augment
 from ..topology.model import Topology
-from .certificate import Routing, certified_flow, check_connected, decompose_flow, dual_upper_bound
+from .certificate import Routing, certified_flow, check_connected, decompose_commodities, dual_upper_bound
 from .lp import INF, solve_lp
 from .result import FlowSolution
 
@@ -131,13 +131,7 @@ def mcf(topology: Topology, fabric: Fabric | None = None, *, solver: str = DEFAU
     U, flows, lengths, res, build = solve_flow_lp(g, s, sinks, solver=solver, progress=progress)
     t0 = time.perf_counter()
     ub = dual_upper_bound(g, lengths)
-    demand = np.zeros(g.n_nodes)
-    parts = []
-    for k in range(len(s)):
-        demand[d[k]] = 1.0
-        parts.append(decompose_flow(g, int(s[k]), flows[k], demand))
-        demand[d[k]] = 0.0
-    routing = Routing.concat(parts)
+    routing = decompose_commodities(g, s, d, flows)
     timings = {"build": build, "lp": res.seconds, "decompose": time.perf_counter() - t0}
     info = {"solver": solver, "lp_rows": int(len(res.row_value)), "lp_columns": int(len(res.x)),
             "lp_concurrent_flow": float(1 / U)}
