@@ -39,6 +39,7 @@ def test_json_summary_host_forwarding(capsys):
     (["--method", "pmcf", "--paths", "ksp:3"], 1 / 4),
     (["--method", "mcf-extp", "--base", "mcf"], 1 / 4),
     (["--method", "mcf-decomp", "--child", "lp", "--solver", "simplex"], 1 / 4),
+    (["--method", "tsmcf"], 1 / 4),  # Q3 schedules optimally in diameter = 3 steps
 ])
 def test_methods_from_the_command_line(capsys, argv, expected):
     s = _json(capsys, ["solve", "hypercube:3", *argv, "--json"])
