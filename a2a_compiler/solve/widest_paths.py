@@ -119,6 +119,6 @@ def mcf_extp(topology: Topology, fabric: Fabric | None = None, *, base: str = "m
     extracted = np.bincount(routing.commodity, weights=weights, minlength=nh * nh)
     s, d = np.divmod(np.arange(nh * nh), nh)
     timings = {**{f"base_{k}": v for k, v in sol.timings.items()}, "extract": time.perf_counter() - t0}
-    info = {"base": base, "base_concurrent_flow": sol.concurrent_flow, "tol": tol,
+    info = {"base": base, "base_concurrent_flow": sol.concurrent_flow, "tol": tol, "workers": workers, "mpi": mpi,
             "min_extracted_fraction": float(extracted[s != d].min()), **{f"base_{k}": v for k, v in sol.info.items()}}
     return finish("mcf-extp", topology, fabric, aug, routing, sol.upper_bound, timings, info, paths=True)
