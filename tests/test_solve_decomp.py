@@ -102,3 +102,14 @@ def test_bad_options():
         solve(from_spec("ring:4"), Fabric(), method="mcf-decomp", child="tree")
     with pytest.raises(A2AError, match="--workers must be >= 1"):
         solve(from_spec("ring:4"), method="mcf-decomp", workers=0)
+
+
+def test_conservation_check_catches_a_broken_flow():
+    from a2a_compiler.solve.certificate import conservation_error
+
+    topo = from_spec("ring:5")
+    sol = solve(topo, method="mcf-decomp")
+    assert sol.info["conservation_error"] <= 1e-12
+    broken = sol.link_flows.tolil()
+    broken[0 * 5 + 2, topo.link_index(0, 1)] += 0.25  # extra flow 0->1 that goes nowhere
+    assert conservation_error(broken.tocsr(), topo) == pytest.approx(0.25)

@@ -137,6 +137,22 @@ def certified_flow(routing: Routing, topology: Topology) -> tuple[float, np.ndar
     return (math.inf if util <= 0 else 1.0 / util), loads
 
 
+def conservation_error(flows: sp.csr_array, topology: Topology) -> float:
+    """Largest violation of per-unit flow conservation by per-commodity link flows (rows ``s*N+d``).
+
+    Commodity ``s -> d`` must leave ``s`` with net 1, arrive at ``d`` with net 1 and
+    pass every other node; computed numerically from the flows themselves.
+    """
+    nh = topology.n_hosts
+    net = sp.csr_array(flows @ topology.incidence().T)
+    s, d = np.divmod(np.arange(nh * nh), nh)
+    off = np.flatnonzero(s != d)
+    want = sp.csr_array((np.concatenate([-np.ones(len(off)), np.ones(len(off))]),
+                         (np.concatenate([off, off]), np.concatenate([s[off], d[off]]))), shape=net.shape)
+    diff = net - want
+    return float(np.abs(diff.data).max(initial=0.0))
+
+
 def dual_upper_bound(topology: Topology, lengths: np.ndarray) -> float:
     """Weak-duality bound ``min_l sum_e c_e l_e / sum_{s!=d} dist_l(s, d)``.
 

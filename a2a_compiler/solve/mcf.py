@@ -16,7 +16,8 @@ import scipy.sparse as sp
 
 from ..fabric import Fabric, augment
 from ..topology.model import Topology
-from .certificate import Routing, certified_flow, check_connected, decompose_commodities, dual_upper_bound
+from .certificate import (Routing, certified_flow, check_connected, conservation_error, decompose_commodities,
+                          dual_upper_bound)
 from .lp import INF, solve_lp
 from .result import FlowSolution
 
@@ -88,12 +89,20 @@ def solve_flow_lp(topology: Topology, sources: np.ndarray, sinks, *, solver: str
 
 def finish(method: str, base: Topology, fabric: Fabric, aug, routing: Routing, upper_bound: float,
            timings: dict, info: dict, paths: bool = False) -> FlowSolution:
-    """Normalise a routing, certify its ``F`` on the solve graph, project flows to the base links."""
+    """Normalise a routing, certify its ``F`` on the solve graph, project flows to the base links.
+
+    The certificate is numeric: loads are recomputed from the paths against every
+    capacity of the solve graph (host–NIC links included) and the projected flows
+    are checked for conservation.
+    """
     t0 = time.perf_counter()
     g = aug.topology
     routing = routing.normalised(g.n_hosts)
     F, _ = certified_flow(routing, g)
     flows = routing.link_flow_matrix(g.n_hosts, aug.link_origin, base.n_links)
+    error = conservation_error(flows, base)
+    if error > 1e-9:  # paths conserve by construction: this would be a bug, not bad input
+        raise RuntimeError(f"{method}: per-commodity flows violate conservation by {error:.3g}")
     weighted = ()
     if paths:
         from .result import WeightedPath
@@ -108,7 +117,7 @@ def finish(method: str, base: Topology, fabric: Fabric, aug, routing: Routing, u
     return FlowSolution(
         method=method, spec=base.spec, fabric=fabric, n_hosts=base.n_hosts, n_links=base.n_links,
         concurrent_flow=float(F), upper_bound=float(upper_bound),
-        timings=timings, link_flows=flows, paths=weighted, info=info,
+        timings=timings, link_flows=flows, paths=weighted, info={**info, "conservation_error": error},
     )
 
 
