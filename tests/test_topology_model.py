@@ -1,7 +1,5 @@
 """Topology model: canonical form, conversions, JSON round trip and its errors, edge-list files."""
 
-import json
-
 import networkx as nx
 import numpy as np
 import pytest

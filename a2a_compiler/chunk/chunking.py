@@ -66,7 +66,7 @@ class _Resources:
 
 def _resources(topology: Topology, fabric, n_groups: int) -> _Resources:
     """Per group: links, then (if host_bw is set) host-in and host-out of every host."""
-    E, nh = topology.n_links, topology.n_hosts
+    nh = topology.n_hosts
     hc = fabric.host_capacity if fabric.host_bw is not None else np.inf
     block = np.concatenate([topology.capacity, np.full(2 * nh, hc)])
     return _Resources(np.tile(block, n_groups), len(block), n_groups)

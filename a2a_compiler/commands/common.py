@@ -17,6 +17,25 @@ SPEC_HELP = (
 )
 
 
+def int_at_least(minimum: int):
+    """An argparse ``type`` accepting integers >= ``minimum`` with a clear message."""
+    what = {0: "a non-negative integer", 1: "a positive integer"}.get(minimum, f"an integer >= {minimum}")
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = minimum - 1
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
+        return value
+    return parse
+
+
+positive_int = int_at_least(1)
+nonnegative_int = int_at_least(0)
+
+
 def add_topology_args(p: argparse.ArgumentParser, positional: bool = True) -> None:
     if positional:
         p.add_argument("spec", metavar="SPEC", help=SPEC_HELP)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 from ..errors import A2AError
-from .common import SPEC_HELP, add_fabric_args, add_topology_args, fabric_from_args, print_json, progress, \
-    topology_from_args
+from .common import SPEC_HELP, add_fabric_args, add_topology_args, fabric_from_args, nonnegative_int, positive_int, \
+    print_json, progress, topology_from_args
 
 EMITS = {
     "msccl": ("link", "MSCCL executor XML (GPUs; docs/msccl.md)"),
@@ -33,24 +33,6 @@ examples:
 """
 
 
-def _positive(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return v
-
-
-def _bytes(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number of bytes, got {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
-    return v
 
 
 def register(sub) -> None:
@@ -70,22 +52,22 @@ def register(sub) -> None:
     add_topology_args(p, positional=False)
     add_fabric_args(p)
     g = p.add_argument_group("chunking")
-    g.add_argument("--max-chunks", type=_positive, default=16, metavar="C",
+    g.add_argument("--max-chunks", type=positive_int, default=16, metavar="C",
                    help="most chunks per shard; the smallest C reaching fidelity 0.95 is used (default 16)")
-    g.add_argument("--steps", type=_positive, metavar="L",
+    g.add_argument("--steps", type=positive_int, metavar="L",
                    help="tsmcf only: number of time steps (default: chosen automatically)")
     m = p.add_argument_group("MSCCL options (--emit msccl)")
-    m.add_argument("--channels", type=_positive, metavar="K",
+    m.add_argument("--channels", type=positive_int, metavar="K",
                    help="channels each link's chunks are spread over (default: the fewest, up to 8, that keep "
                         "every thread block within the executor's 64 steps)")
-    m.add_argument("--instances", type=_positive, default=1, metavar="I",
+    m.add_argument("--instances", type=positive_int, default=1, metavar="I",
                    help="run I copies of the schedule, each on 1/I of every chunk and its own channels "
                         "(nchannels = K*I; default 1)")
     m.add_argument("--proto", choices=("Simple", "LL", "LL128"), default="Simple",
                    help="NCCL protocol the executor uses (default Simple)")
-    m.add_argument("--min-bytes", type=_bytes, default=0, metavar="B",
+    m.add_argument("--min-bytes", type=nonnegative_int, default=0, metavar="B",
                    help="smallest message (bytes) the algorithm is selected for (default 0)")
-    m.add_argument("--max-bytes", type=_bytes, default=0, metavar="B",
+    m.add_argument("--max-bytes", type=nonnegative_int, default=0, metavar="B",
                    help="largest message (bytes) it is selected for; 0 = no limit (default)")
     p.add_argument("--name", help="algorithm name written into the file (default SPEC-METHOD)")
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write the XML")
@@ -194,7 +176,7 @@ def run(args) -> int:
         print(f"compiled   {out['spec']} {out['method']} -> {args.emit} ({report.summary})")
         print(f"LP time    {out['lp_time']:.6g} link-times (unit shards)")
         print(f"predicted  {t:.6g} link-times for the chunked schedule, fidelity {out['fidelity']:.4f}")
-        print(f"verified   executor rules, data movement, deadlock freedom, links"
+        print("verified   executor rules, data movement, deadlock freedom, links"
               if args.emit == "msccl" else "verified   data movement, links")
         print(f"saved      {args.output}")
     return 0

@@ -6,7 +6,8 @@ import argparse
 
 from ..chunk import SCHEDULE_METHODS, build_schedule, predicted_time, save_schedule
 from ..chunk.ir import LinkSchedule, Schedule
-from .common import add_fabric_args, add_topology_args, fabric_from_args, print_json, progress, topology_from_args
+from .common import add_fabric_args, add_topology_args, fabric_from_args, positive_int, print_json, progress, \
+    topology_from_args
 
 EPILOG = """\
 methods:
@@ -69,15 +70,6 @@ def run(args) -> int:
     return 0
 
 
-def _positive(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return v
-
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -90,10 +82,10 @@ def register(subparsers) -> None:
     add_topology_args(p)
     p.add_argument("--method", choices=sorted(SCHEDULE_METHODS), default="tsmcf",
                    help="solver whose flows are chunked (default tsmcf)")
-    p.add_argument("--max-chunks", type=_positive, default=16, metavar="C",
+    p.add_argument("--max-chunks", type=positive_int, default=16, metavar="C",
                    help="most chunks per shard; the smallest C in {1,2,3,4,6,8,12,16,...} <= this reaching "
                         "fidelity 0.95 is used, else the best (default 16)")
-    p.add_argument("--steps", type=_positive, metavar="L",
+    p.add_argument("--steps", type=positive_int, metavar="L",
                    help="tsmcf only: number of time steps l_max (>= diameter); default: chosen automatically "
                         "(diameter, diameter+1, ... while the LP optimum improves)")
     add_fabric_args(p)
