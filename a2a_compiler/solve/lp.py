@@ -55,6 +55,7 @@ def solve_lp(
     solver: str = "auto",
     options: dict | None = None,
     time_limit: float | None = None,
+    inexact_ok: bool = False,
 ) -> LPResult:
     """Solve ``min/max c·x  s.t.  row_lower <= A x <= row_upper, col_lower <= x <= col_upper``.
 
@@ -63,7 +64,10 @@ def solve_lp(
     interior duals; optimality tolerance 1e-7: fast, callers certify and
     repair), ``"ipm-crossover"``, ``"pdlp"``
     (first-order, low memory) or ``"auto"`` (HiGHS chooses).  Extra HiGHS options
-    go in ``options``.  Raises :class:`A2AError` unless HiGHS reports an optimal model.
+    go in ``options``.  Raises :class:`A2AError` unless HiGHS reports an optimal model
+    — or, with ``inexact_ok``, an "Unknown" status (IPM/PDLP stopped outside HiGHS's
+    own tolerances) that still carries a primal and dual point, for callers that
+    repair the primal and certify the bound themselves.
     """
     if solver not in SOLVERS:
         raise A2AError(f"unknown LP solver {solver!r}; choose one of {', '.join(SOLVERS)}")
@@ -97,10 +101,12 @@ def solve_lp(
     h.run()
     seconds = time.perf_counter() - t0
     status = h.modelStatusToString(h.getModelStatus())
-    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+    info = h.getInfo()
+    inexact = (inexact_ok and h.getModelStatus() == highspy.HighsModelStatus.kUnknown
+               and info.primal_solution_status > 0 and info.dual_solution_status > 0)
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal and not inexact:
         raise A2AError(f"LP solver finished with status {status!r} ({n_row} rows, {n_col} columns)")
     sol = h.getSolution()
-    info = h.getInfo()
     return LPResult(
         x=np.asarray(sol.col_value, dtype=float),
         row_value=np.asarray(sol.row_value, dtype=float),

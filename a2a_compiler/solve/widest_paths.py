@@ -101,7 +101,8 @@ def mcf_extp(topology: Topology, fabric: Fabric | None = None, *, base: str = "m
 
     fabric = fabric or Fabric()
     if base == "mcf-decomp":
-        base_options = {"workers": workers, "mpi": mpi, **base_options}
+        base_options = {"workers": workers, "mpi": mpi,
+            "lp_status": sol.info.get("lp_status", "Optimal"), **base_options}
     sol = solve(topology, fabric, base, progress=progress, **base_options)
     t0 = time.perf_counter()
     nh = topology.n_hosts
@@ -120,5 +121,6 @@ def mcf_extp(topology: Topology, fabric: Fabric | None = None, *, base: str = "m
     s, d = np.divmod(np.arange(nh * nh), nh)
     timings = {**{f"base_{k}": v for k, v in sol.timings.items()}, "extract": time.perf_counter() - t0}
     info = {"base": base, "base_concurrent_flow": sol.concurrent_flow, "tol": tol, "workers": workers, "mpi": mpi,
+            "lp_status": sol.info.get("lp_status", "Optimal"),
             "min_extracted_fraction": float(extracted[s != d].min()), **{f"base_{k}": v for k, v in sol.info.items()}}
     return finish("mcf-extp", topology, fabric, aug, routing, sol.upper_bound, timings, info, paths=True)
