@@ -101,8 +101,7 @@ def mcf_extp(topology: Topology, fabric: Fabric | None = None, *, base: str = "m
 
     fabric = fabric or Fabric()
     if base == "mcf-decomp":
-        base_options = {"workers": workers, "mpi": mpi,
-            "lp_status": sol.info.get("lp_status", "Optimal"), **base_options}
+        base_options = {"workers": workers, "mpi": mpi, **base_options}
     sol = solve(topology, fabric, base, progress=progress, **base_options)
     t0 = time.perf_counter()
     nh = topology.n_hosts
