@@ -142,3 +142,12 @@ def test_other_lp_solvers_agree(solver):
     sol = solve(from_spec("petersen"), method="mcf-decomp", solver=solver)
     assert sol.concurrent_flow == pytest.approx(0.2, rel=1e-9)
     assert sol.gap <= 1e-9
+
+
+def test_pdlp_primal_is_repaired_and_certified():
+    # first-order solution (tolerance 1e-5): F is recomputed from repaired flows, never above the optimum
+    sol = solve(from_spec("torus:3x3x3"), method="mcf-decomp", solver="pdlp")
+    assert 1 / 9 * (1 - 1e-4) <= sol.concurrent_flow <= 1 / 9 * (1 + 1e-12)
+    assert sol.upper_bound >= 1 / 9 * (1 - 1e-12)
+    assert sol.gap <= 1e-4
+    assert sol.info["conservation_error"] <= 1e-9
