@@ -35,7 +35,7 @@ def one(n: int, method: str, solver: str, workers: int) -> None:
     wall, cpu = time.perf_counter(), time.process_time()
     sol = solve(topo, method=method, progress=lambda m: print(m, file=sys.stderr, flush=True), **options)
     record = {
-        "N": n, "method": method, "solver": solver, "workers": workers,
+        "N": n, "method": method, "solver": sol.info.get("solver", solver), "workers": workers,
         "wall_s": time.perf_counter() - wall, "cpu_s": time.process_time() - cpu,
         "peak_rss_GB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6,
         "F": sol.concurrent_flow, "upper_bound": sol.upper_bound, "gap": sol.gap,
@@ -60,7 +60,7 @@ def run(n: int, method: str, solver: str, workers: int, timeout: float) -> dict 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="64,128,256,512,1000", help="comma-separated N (default 64,...,1000)")
-    ap.add_argument("--solver", default="ipm", help="LP solver for both methods (default ipm)")
+    ap.add_argument("--solver", default="auto", help="LP solver for both methods (default auto: ipm, pdlp on big LPs)")
     ap.add_argument("--workers", type=int, default=1, help="mcf-decomp per-source workers (default 1)")
     ap.add_argument("--mcf-max", type=int, default=64, help="also run the per-commodity mcf up to this N (default 64)")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per run (default 1800)")

@@ -29,7 +29,7 @@ from ..fabric import Fabric, augment
 from ..topology.model import Topology
 from .certificate import Routing, check_connected, decompose_commodities, decompose_flow, dual_upper_bound
 from .lp import solve_lp
-from .mcf import DEFAULT_SOLVER, finish, flow_lp, solve_flow_lp
+from .mcf import DEFAULT_SOLVER, finish, flow_lp, pick_solver, solve_flow_lp
 from .result import FlowSolution
 
 CHILD_MODES = ("paths", "lp")
@@ -62,7 +62,8 @@ def split_source(graph: Topology, source: int, flow: np.ndarray, child: str = "p
     c[0] = 0.0
     col_fixed = np.zeros(A.shape[1])
     col_fixed[0] = 1.0
-    res = solve_lp(c, A, lower, upper, col_fixed, np.where(col_fixed > 0, 1.0, np.inf), solver=solver)
+    res = solve_lp(c, A, lower, upper, col_fixed, np.where(col_fixed > 0, 1.0, np.inf),
+                   solver=pick_solver(solver, A.nnz))
     flows = res.x[1:].reshape(len(dests), graph.n_links)
     return decompose_commodities(graph, np.full(len(dests), source), dests, flows)
 
@@ -153,6 +154,6 @@ def mcf_decomp(topology: Topology, fabric: Fabric | None = None, *, solver: str 
     t1 = time.perf_counter()
     routing = split_sources(g, flows, child=child, solver=solver, workers=workers, mpi=mpi, progress=progress)
     timings = {"build": build, "lp": res.seconds, "bound": t1 - t0, "split": time.perf_counter() - t1}
-    info = {"solver": solver, "lp_status": res.status, "child": child, "workers": workers, "mpi": mpi,
+    info = {"solver": res.solver, "lp_status": res.status, "child": child, "workers": workers, "mpi": mpi,
             "lp_rows": int(len(res.row_value)), "lp_columns": int(len(res.x)), "lp_concurrent_flow": float(1 / U)}
     return finish("mcf-decomp", topology, fabric, aug, routing, ub, timings, info)

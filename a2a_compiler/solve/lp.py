@@ -31,7 +31,7 @@ SOLVERS = {
 
 @dataclass(frozen=True, eq=False)
 class LPResult:
-    """Primal ``x``, row activities, duals, objective, HiGHS status and wall time."""
+    """Primal ``x``, row activities, duals, objective, HiGHS status, wall time and solver name."""
 
     x: np.ndarray
     row_value: np.ndarray
@@ -41,6 +41,7 @@ class LPResult:
     status: str
     seconds: float
     iterations: int
+    solver: str = ""
 
 
 def solve_lp(
@@ -116,4 +117,5 @@ def solve_lp(
         status=status,
         seconds=seconds,
         iterations=int(info.simplex_iteration_count + info.ipm_iteration_count + info.pdlp_iteration_count),
+        solver=solver,
     )

@@ -19,7 +19,7 @@ from ..fabric import Fabric, augment
 from ..topology.model import Topology
 from .certificate import Routing, check_connected, dual_upper_bound
 from .lp import INF, solve_lp
-from .mcf import DEFAULT_SOLVER, finish
+from .mcf import DEFAULT_SOLVER, finish, pick_solver
 from .paths import DEFAULT_MAX_PATHS, candidate_paths, route_links
 from .result import FlowSolution
 
@@ -59,12 +59,12 @@ def pmcf(topology: Topology, fabric: Fabric | None = None, *, paths: str = "disj
     A, lower, upper = path_lp(Routing(rows, candidates.weight, candidates.ptr, candidates.links), g, len(pairs))
     c = np.zeros(A.shape[1])
     c[0] = 1.0
-    res = solve_lp(c, A, lower, upper, solver=solver, inexact_ok=True)
+    res = solve_lp(c, A, lower, upper, solver=pick_solver(solver, A.nnz), inexact_ok=True)
     t2 = time.perf_counter()
     ub = dual_upper_bound(g, np.abs(res.row_dual[: g.n_links]))
     weights = np.maximum(res.x[1:], 0.0)
     routing = candidates.select(np.flatnonzero(weights > 1e-9 * weights.max()), weights)
     timings = {"paths": t1 - t0, "lp": res.seconds, "bound": time.perf_counter() - t2}
-    info = {"solver": solver, "lp_status": res.status, "path_set": paths, "candidate_paths": int(candidates.n_paths),
+    info = {"solver": res.solver, "lp_status": res.status, "path_set": paths, "candidate_paths": int(candidates.n_paths),
             "lp_concurrent_flow": float(1 / res.x[0])}
     return finish("pmcf", topology, fabric, aug, routing, ub, timings, info, paths=True)
