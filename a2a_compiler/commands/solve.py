@@ -56,7 +56,7 @@ def register(sub) -> None:
                         "LPs 'ipm' (interior point without crossover, certified gap ~1e-8) up to "
                         f"{PDLP_ABOVE_NNZ:.0e} nonzeros, then 'pdlp' (first-order, tolerance 1e-5, certified gap "
                         "~1e-4; 1.9x faster than ipm at N=512 on GenKautz).  'simplex' gives vertex solutions "
-                        "but is ~50x slower on large LPs; 'ipm-crossover' is ipm plus a vertex")
+                        "but is ~10x slower already at N=64; 'ipm-crossover' is ipm plus a vertex")
     g.add_argument("--child", choices=["paths", "lp"], default="paths",
                    help="mcf-decomp per-source split: exact path decomposition (default) or the paper's "
                         "child LPs (eqs. 10-14)")
