@@ -229,6 +229,24 @@ def test_fattree_k_ary_n_tree(k, n):
     assert distance_stats(t).diameter == 2 * n
 
 
+
+def test_var_ary_tree_def2():
+    """Zahavi Def. 2: vartree:4,2,2 (the paper's Fig. 2 var-4-2-2ary-3-tree)."""
+    t = from_spec("vartree:4,2,2")
+    per = 2 * 2
+    assert (t.n_hosts, t.n_switches, t.n_links) == (16, 3 * per, 2 * (16 + 2 * 2 * per))
+    deg = t.out_degree()
+    assert np.all(deg[16:16 + per] == 4 + 2) and np.all(deg[16 + per:16 + 2 * per] == 2 + 2)
+    assert np.all(deg[16 + 2 * per:] == 2)
+    assert distance_stats(t).diameter == 6
+    # a k-ary n-tree is the var-ary tree with every arity k
+    a, b = from_spec("fattree:3,3"), from_spec("vartree:3,3,3")
+    assert np.array_equal(a.src, b.src) and np.array_equal(a.dst, b.dst)
+    # port groups of width w are links of capacity w between switches, hosts keep 1
+    w = from_spec("vartree:4,2,2,w=3")
+    assert np.array_equal(np.unique(w.capacity[(w.src >= 16) & (w.dst >= 16)]), [3.0])
+    assert np.all(w.capacity[(w.src < 16) | (w.dst < 16)] == 1.0)
+
 # ------------------------------------------------------------- bad specs
 @pytest.mark.parametrize("spec,message", [
     ("slimfly:6", "slimfly:6: parameter q must be a prime power"),
@@ -241,6 +259,8 @@ def test_fattree_k_ary_n_tree(k, n):
     ("xpander:4,8,seed=-1", "parameter seed must be >= 0"),
     ("hyperx:4,2,q=1", "unknown option(s) q; allowed: p"),
     ("fattree:1,3", "fattree:1,3: parameter k must be >= 2"),
+    ("vartree:4,0,2", "vartree:4,0,2: parameter M0 (port groups per switch) must be >= 1"),
+    ("vartree:", "expected vartree:K0,M0,M1,...[,w=W]"),
     ("dragonfly:4,2", "expected a,h,p"),
     ("mesh:3", "unknown topology family 'mesh'"),
     ("complete:100000", "complete:100000: parameter N must be >= 2 with N*(N-1) <= 20000000"),

@@ -21,6 +21,8 @@ CLOSED_FORMS = [
     ("bipartite:3", 3 / (3 * 3 - 2)),
     ("bipartite:4", 4 / (3 * 4 - 2)),               # 2/5
     ("petersen", 1 / 5),
+    ("vartree:4,2,2", 1 / 24),     # 2:1 oversubscribed leaves: 4 hosts x 12 remote peers over 2 up-links
+    ("vartree:4,2,2,w=2", 1 / 15),  # full bisection: each host's single link carries 15 shards
 ]
 
 

@@ -13,7 +13,7 @@ from ..topology.spec import from_spec
 SPEC_HELP = (
     "topology spec, e.g. complete:8 ring:8 bipartite:4 hypercube:3 twisted-hypercube:3 torus:3x3x3 "
     "petersen genkautz:64,4 slimfly:5 xpander:4,8,seed=1 jellyfish:64,4,seed=1 dragonfly:4,2,2 "
-    "hyperx:4,2,p=1 fattree:4,3 file:PATH"
+    "hyperx:4,2,p=1 fattree:4,3 vartree:4,2,2 file:PATH"
 )
 
 

@@ -312,28 +312,51 @@ def hyperx(s: int, dims: int, p: int = 1) -> Topology:
 
 
 # ---------------------------------------------------------------- fat tree
+def var_ary_tree(k0: int, arities: tuple[int, ...], width: int = 1, *, spec: str | None = None) -> Topology:
+    """var-ary-n-tree (Zahavi et al. 2009, Def. 2): fat trees of varying arity.
+
+    ``n = len(arities) + 1`` switch levels, each with ``prod(arities)`` switches
+    ``(r, S_{n-2} .. S_0)``, ``S_j in 0..M_j-1`` (``M_j = arities[j]``).  Switches
+    at levels r and r+1 are joined iff their digits agree except digit r, by a
+    port group of ``width`` parallel cables (one link of capacity ``width``).
+    Leaf switch ``I_S = sum_i S_i P_i`` (``P_i = prod_{j<i} M_j``) carries hosts
+    ``K_0 I_S .. K_0 I_S + K_0 - 1`` (the Definition's ``j = p + sum_i S_i P_i``
+    with the host digits shifted by one, the only reading that gives distinct
+    hosts).  Switch ``(r, I_S)`` has id ``n_hosts + r*prod(M) + I_S``; switches
+    only forward.  Partial population: puncture hosts (``--remove-nodes``).
+    """
+    arities = tuple(int(m) for m in arities)
+    spec = spec or "vartree:" + ",".join(str(x) for x in (k0, *arities)) + (f",w={width}" if width != 1 else "")
+    _require(k0 >= 1, "K0", "(hosts per leaf switch) must be >= 1", spec)
+    for j, m in enumerate(arities):
+        _require(m >= 1, f"M{j}", "(port groups per switch) must be >= 1", spec)
+    _require(width >= 1, "w", "(cables per port group) must be >= 1", spec)
+    per = int(np.prod(arities, dtype=np.int64)) if arities else 1
+    n = len(arities) + 1
+    _require(k0 * per <= MAX_NODES and n * per <= MAX_NODES, "K0,M", f"must keep hosts and switches <= {MAX_NODES}", spec)
+    nh = k0 * per
+    place = np.concatenate([[1], np.cumprod(arities, dtype=np.int64)])  # P_i
+    idx = np.arange(per)
+    pairs = [np.stack([np.arange(nh), nh + np.arange(nh) // k0], 1)]
+    caps = [np.ones(nh)]
+    for r, m in enumerate(arities):
+        digit = (idx // place[r]) % m
+        for t in range(m):  # upper switch with digit r set to t
+            pairs.append(np.stack([nh + r * per + idx, nh + (r + 1) * per + idx + (t - digit) * place[r]], 1))
+            caps.append(np.full(per, float(width)))
+    names = [f"h{j}" for j in range(nh)] + [f"s{r}:{i}" for r in range(n) for i in range(per)]
+    return Topology.from_links(spec, nh, np.concatenate(pairs), n_switches=n * per, capacity=np.concatenate(caps),
+                               names=names, notes=("hosts hang off leaf switches; switches only forward",))
+
+
 def fattree(k: int, n: int) -> Topology:
     """k-ary n-tree (Petrini & Vanneschi 1997; Zahavi et al. 2009, Def. 1).
 
-    k^n hosts and n*k^(n-1) switches.  Switch (r, S_{n-2} .. S_0), r = 0 (leaves)
-    .. n-1, has id ``k^n + r*k^(n-1) + I_S`` with I_S = sum_i S_i k^i.  Switches
-    at levels r and r+1 are linked iff their digits agree except digit r.  Host
-    j hangs off leaf switch I_S = j // k by port p = j % k (the Definition's
-    ``j = p + sum_i S_i k^i`` read with the host digits shifted by one, the
-    only reading that gives k^n distinct hosts, k per leaf).  Switches only forward.
+    k^n hosts and n*k^(n-1) switches: the var-ary-n-tree with ``K_0 = M_j = k``
+    (:func:`var_ary_tree`).
     """
     spec = f"fattree:{k},{n}"
     _require(k >= 2, "k", "must be >= 2", spec)
     _require(n >= 1, "n", "must be >= 1", spec)
     _require(k**n <= MAX_NODES, "k,n", f"must keep k^n <= {MAX_NODES} hosts", spec)
-    nh, per = k**n, k ** (n - 1)
-    idx = np.arange(per)
-    pairs = [np.stack([np.arange(nh), nh + np.arange(nh) // k], 1)]
-    for r in range(n - 1):
-        digit = (idx // k**r) % k
-        for t in range(k):  # upper switch with digit r set to t
-            up = idx + (t - digit) * k**r
-            pairs.append(np.stack([nh + r * per + idx, nh + (r + 1) * per + up], 1))
-    names = [f"h{j}" for j in range(nh)] + [f"s{r}:{i}" for r in range(n) for i in range(per)]
-    return Topology.from_links(spec, nh, np.concatenate(pairs), n_switches=n * per, names=names,
-                               notes=("hosts hang off leaf switches; switches only forward",))
+    return var_ary_tree(k, (k,) * (n - 1), spec=spec)

@@ -55,6 +55,13 @@ def _torus(pos, kw, spec):
     return gen.torus(tuple(_int(k, f"k{m + 1}", spec) for m, k in enumerate(pos[0].split("x"))))
 
 
+def _vartree(pos, kw, spec):
+    if not pos:
+        raise SpecError(f"{spec}: expected vartree:K0,M0,M1,...[,w=W], e.g. vartree:4,2,2")
+    ints, opts = _args(pos, kw, spec, ["K0"] + [f"M{j}" for j in range(len(pos) - 1)], {"w": 1})
+    return gen.var_ary_tree(ints[0], tuple(ints[1:]), opts["w"])
+
+
 def _file(pos, kw, spec):
     from .files import load_topology_file
 
@@ -88,6 +95,7 @@ FAMILIES: dict[str, Family] = {
                lambda p, k, s: _call(gen.hyperx, p, k, s, ["S", "L"], {"p": 1})),
         Family("fattree", "fattree:k,n  (k-ary n-tree)", "fattree:4,3",
                lambda p, k, s: _call(gen.fattree, p, k, s, ["k", "n"])),
+        Family("vartree", "vartree:K0,M0,M1,...[,w=W]  (var-ary-n-tree)", "vartree:4,2,2", _vartree),
         Family("file", "file:PATH  (JSON topology or edge list)", "file:my.json", _file),
     ]
 }
