@@ -12,7 +12,8 @@ from ..solve.lp import SOLVERS
 from ..solve.mcf import DEFAULT_SOLVER, PDLP_ABOVE_NNZ
 from ..solve.paths import DEFAULT_MAX_PATHS
 from ..solve.widest_paths import DEFAULT_TOL
-from .common import add_fabric_args, add_topology_args, fabric_from_args, print_json, progress, topology_from_args
+from .common import add_fabric_args, add_topology_args, fabric_from_args, positive_int, print_json, progress, \
+    topology_from_args
 
 EPILOG = """\
 methods (Basu et al. 2024, §3):
@@ -71,8 +72,9 @@ def register(sub) -> None:
     g.add_argument("--tol", type=float, default=DEFAULT_TOL, metavar="T",
                    help=f"mcf-extp: stop extracting a commodity's paths below width T of its unit "
                         f"demand (default {DEFAULT_TOL:g}); weights are renormalised")
-    g.add_argument("--steps", type=int, default=None, metavar="T",
-                   help="tsmcf: number of time steps (default: the diameter)")
+    g.add_argument("--steps", type=positive_int, default=None, metavar="T",
+                   help="tsmcf: number of time steps l_max (>= diameter; default: chosen automatically, "
+                        "diameter, diameter+1, ... while the optimum improves)")
     g.add_argument("--workers", type=int, default=1, metavar="N",
                    help="local worker processes for per-source work (mcf-decomp, mcf-extp; default 1)")
     g.add_argument("--mpi", action="store_true",
