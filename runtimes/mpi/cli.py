@@ -38,7 +38,9 @@ bytes (one extra copy in and out, included in the time). Errors (missing or inva
 another rank count) are printed once by rank 0 and every rank exits 2; a failed check exits 1; the
 watchdog (--timeout) aborts the whole job with code 124. See docs/runtime.md.
 
-example:  mpiexec -n 8 a2a run hypercube-3.xml -b 1K -e 4M --link-bw 25Gbps --mcf-flow 0.0833333
+examples (F is what 'a2a solve SPEC' prints as concurrent_flow for the same fabric):
+  mpiexec -n 8 a2a run schedules/hypercube-3-tsmcf.msccl.xml -b 1K -e 4M --link-bw 25Gbps --mcf-flow 1/4
+  mpiexec -n 27 python -m runtimes.mpi schedules/torus-3x3x3-tsmcf.oneccl.xml --link-bw 25Gbps --mcf-flow 2/27
 """
 
 CHECK_MODES = ("first-last", "all", "none")
