@@ -86,6 +86,19 @@ def test_malformed_and_hostile_input_refused(data, message):
         parse_program(data, "bad.xml")
 
 
+def test_lp_time_is_recorded_and_checked():
+    prog = MpiPathProgram("m", 2, 2, 1, (PathSend(0, 1, 0, 0, (0, 1), (0,)), PathSend(1, 0, 0, 0, (1, 0), (0,))),
+                          lp_time=13.5)
+    data = mpi_paths_to_xml(prog)
+    assert b'nchunksperloop="2" lp_time="13.5">' in data
+    assert parse_mpi_paths(data) == prog
+    assert parse_mpi_paths(data.replace(b' lp_time="13.5"', b"")).lp_time is None
+    with pytest.raises(FormatError, match="attribute lp_time='-1' is not a positive number"):
+        parse_mpi_paths(data.replace(b'"13.5"', b'"-1"'))
+    one = OnecclProgram("o", 1, 1, 1, (OnecclRank(0, 1, 1, 0, ((),)),), lp_time=2.5)
+    assert parse_oneccl(oneccl_to_xml(one)) == one
+
+
 def test_load_program_missing_file(tmp_path):
     with pytest.raises(FormatError, match="cannot read"):
         load_program(tmp_path / "nope.xml")

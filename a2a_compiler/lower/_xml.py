@@ -42,6 +42,20 @@ def attr_int(el, name: str, source: str, default: int | None = None) -> int:
     return x
 
 
+def attr_lp_time(el, source: str) -> float | None:
+    """The optional ``lp_time`` root attribute: a positive finite float, or ``None``."""
+    v = el.get("lp_time")
+    if v is None:
+        return None
+    try:
+        t = float(v)
+    except ValueError:
+        t = -1.0
+    if not (0 < t < float("inf")):
+        raise FormatError(f"{where(el, source)} attribute lp_time={v!r} is not a positive number")
+    return t
+
+
 def attr_ints(el, name: str, source: str) -> tuple[int, ...]:
     """A space-separated list of integers, e.g. ``route="0 4 1"``."""
     v = attr_str(el, name, source)

@@ -9,7 +9,8 @@ from __future__ import annotations
 from ..chunk.ir import PathSchedule
 from ..errors import FormatError
 from ..io import parse_xml
-from ._xml import MAX_BUFFER_CHUNKS, attr_int, attr_ints, attr_str, children, element, expect_root, program_name, serialize, where
+from ._xml import (MAX_BUFFER_CHUNKS, attr_int, attr_ints, attr_lp_time, attr_str, children, element, expect_root,
+                   program_name, serialize, where)
 from .programs import MpiPathProgram, PathSend
 
 ROOT = "mpi_paths"
@@ -55,7 +56,8 @@ def mpi_paths_from_element(root, source: str) -> MpiPathProgram:
             ))
     if len(rank_els) != nranks:
         raise FormatError(f"{source}: {len(rank_els)} <rank> elements, nranks={nranks}")
-    return MpiPathProgram(attr_str(root, "name", source, ""), nranks, nnodes, cps, tuple(sends))
+    return MpiPathProgram(attr_str(root, "name", source, ""), nranks, nnodes, cps, tuple(sends),
+                          attr_lp_time(root, source))
 
 
 # ------------------------------------------------------------------ writing
@@ -67,7 +69,7 @@ def mpi_paths_to_xml(program: MpiPathProgram) -> bytes:
     root = element(None, ROOT, [
         ("name", p.name), ("coll", "alltoall"), ("nranks", p.nranks), ("nnodes", p.nnodes),
         ("chunks_per_shard", p.chunks_per_shard), ("nchunksperloop", p.nranks * p.chunks_per_shard),
-    ])
+    ] + ([("lp_time", repr(float(p.lp_time)))] if p.lp_time is not None else []))
     rank_els = [element(root, "rank", [("id", r)]) for r in range(p.nranks)]
     for s in p.sends:
         if not 0 <= s.src < p.nranks:
@@ -91,4 +93,4 @@ def lower_mpi_paths(schedule: PathSchedule, name: str | None = None) -> MpiPathP
     sends = tuple(PathSend(r.src, r.dst, r.route_id, r.layer, tuple(r.nodes), tuple(sorted(r.chunks)))
                   for r in sorted(schedule.routes, key=lambda r: (r.src, r.dst, r.route_id)))
     return MpiPathProgram(program_name(schedule, name), schedule.n_ranks, schedule.n_nodes,
-                          schedule.chunks_per_shard, sends)
+                          schedule.chunks_per_shard, sends, schedule.lp_time)

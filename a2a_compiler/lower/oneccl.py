@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..chunk.ir import LinkSchedule
 from ..errors import FormatError
 from ..io import parse_xml
-from ._xml import MAX_BUFFER_CHUNKS, attr_int, attr_str, children, element, expect_root, program_name, serialize, where
+from ._xml import MAX_BUFFER_CHUNKS, attr_int, attr_lp_time, attr_str, children, element, expect_root, program_name, serialize, where
 from .placement import place
 from .programs import OnecclOp, OnecclProgram, OnecclRank
 
@@ -101,7 +101,8 @@ def oneccl_from_element(root, source: str) -> OnecclProgram:
                                 s_chunks, tuple(steps)))
     if len(ranks) != nranks:
         raise FormatError(f"{source}: {len(ranks)} <rank> elements, nranks={nranks}")
-    return OnecclProgram(attr_str(root, "name", source, ""), nranks, cps, nsteps, tuple(ranks))
+    return OnecclProgram(attr_str(root, "name", source, ""), nranks, cps, nsteps, tuple(ranks),
+                         attr_lp_time(root, source))
 
 
 # ------------------------------------------------------------------ writing
@@ -114,7 +115,7 @@ def oneccl_to_xml(program: OnecclProgram) -> bytes:
         ("name", p.name), ("coll", "alltoall"), ("nranks", p.nranks),
         ("chunks_per_shard", p.chunks_per_shard), ("nchunksperloop", p.nranks * p.chunks_per_shard),
         ("nsteps", p.nsteps),
-    ])
+    ] + ([("lp_time", repr(float(p.lp_time)))] if p.lp_time is not None else []))
     for r in p.ranks:
         re_ = element(root, "rank", [("id", r.id), ("i_chunks", r.i_chunks),
                                      ("o_chunks", r.o_chunks), ("s_chunks", r.s_chunks)])
@@ -157,4 +158,4 @@ def lower_oneccl(schedule: LinkSchedule, name: str | None = None) -> OnecclProgr
         recvs[r.dst][r.step].append(OnecclOp("recv", r.src, "", -1, r.dstbuf, r.dstoff, r.cnt))
     ranks = tuple(OnecclRank(g, n * c, n * c, pl.scratch[g], tuple(tuple(a + b) for a, b in zip(ops[g], recvs[g])))
                   for g in range(n))
-    return OnecclProgram(program_name(schedule, name), n, c, nsteps, ranks)
+    return OnecclProgram(program_name(schedule, name), n, c, nsteps, ranks, schedule.lp_time)

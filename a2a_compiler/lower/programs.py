@@ -103,6 +103,7 @@ class OnecclProgram:
     chunks_per_shard: int
     nsteps: int
     ranks: tuple[OnecclRank, ...]
+    lp_time: float | None = None  # all-to-all time 1/F of the LP the schedule came from (link-times)
 
 
 # ------------------------------------------------------ MPI path schedule XML
@@ -127,3 +128,4 @@ class MpiPathProgram:
     nnodes: int
     chunks_per_shard: int
     sends: tuple[PathSend, ...]
+    lp_time: float | None = None  # all-to-all time 1/F of the LP the schedule came from (link-times)
