@@ -157,6 +157,25 @@ def test_compiled_schedules_are_byte_exact(nranks):
         assert x["exact"] == [True] * nranks, x["schedule"]
 
 
+def test_bound_uses_the_lp_time_recorded_in_the_file():
+    # the §5.2 torus oneCCL file records lp_time = 1/F = 13.5 (F = 2/27): 26 * 2/27 * 3.125 GB/s
+    out = run_json(27, SCHEDULES / "torus-3x3x3-tsmcf.oneccl.xml", "-b", "1K", "-e", "1K", "--link-bw", "25Gbps")
+    assert out["mcf_flow"] == pytest.approx(2 / 27, rel=1e-6)
+    assert out["bound_GBps"] == pytest.approx(26 * 2 / 27 * 3.125, rel=1e-6)
+    assert out["results"][0]["verified"]
+
+
+def test_bound_needs_f_for_msccl_files_and_link_bw_for_f():
+    p = mpirun(8, "-m", "runtimes.mpi", str(SCHEDULES / "hypercube-3-tsmcf.msccl.xml"), "--link-bw", "25Gbps",
+               "--timeout", "30")
+    assert p.returncode == 2
+    assert "--link-bw: this msccl file does not record the LP value F; give --mcf-flow F" in p.stderr
+    p = mpirun(8, "-m", "runtimes.mpi", str(SCHEDULES / "hypercube-3-tsmcf.oneccl.xml"), "--mcf-flow", "1/4",
+               "--timeout", "30")
+    assert p.returncode == 2
+    assert "--mcf-flow needs --link-bw" in p.stderr
+
+
 def test_human_table_and_bound_columns():
     p = mpirun(8, "-m", "runtimes.mpi", str(DATA / "runtime_ecube8.oneccl.xml"), "-b", "2K", "-e", "4K",
                "-n", "2", "-w", "0", "--link-bw", "25Gbps", "--mcf-flow", "1/4", "--timeout", "30")

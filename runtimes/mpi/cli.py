@@ -40,7 +40,7 @@ watchdog (--timeout) aborts the whole job with code 124. See docs/runtime.md.
 
 examples (F is what 'a2a solve SPEC' prints as concurrent_flow for the same fabric):
   mpiexec -n 8 a2a run schedules/hypercube-3-tsmcf.msccl.xml -b 1K -e 4M --link-bw 25Gbps --mcf-flow 1/4
-  mpiexec -n 27 python -m runtimes.mpi schedules/torus-3x3x3-tsmcf.oneccl.xml --link-bw 25Gbps --mcf-flow 2/27
+  mpiexec -n 27 python -m runtimes.mpi schedules/torus-3x3x3-tsmcf.oneccl.xml --link-bw 25Gbps   (F from the file)
 """
 
 CHECK_MODES = ("first-last", "all", "none")
@@ -91,8 +91,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="link bandwidth b (e.g. 25Gbps, 3.125GB/s): report the fraction of the MCF bound (N-1)*F*b")
     p.add_argument("--mcf-flow", type=parse_flow, metavar="F",
                    help="MCF flow value F per commodity in link units, e.g. 0.0740741 or 2/27 (as printed by "
-                        "'a2a solve' for the fabric the schedule was compiled for); needed with --link-bw, since "
-                        "schedule files do not record it")
+                        "'a2a solve' for the fabric the schedule was compiled for); default: 1/lp_time recorded in "
+                        "oneCCL-style and MPI path files by 'a2a compile' (MSCCL XML does not record it)")
     p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
                    help="abort the whole job (MPI_Abort) when a rank makes no progress for this long: a dead rank "
                         "or a deadlocking schedule never hangs (default 60; 0 disables)")
@@ -126,13 +126,25 @@ def sweep_sizes(args) -> list[int]:
         raise A2AError(f"-b {args.minbytes} is larger than -e {args.maxbytes}")
     if args.iters < 1 or args.warmup < 0:
         raise A2AError("--iters must be >= 1 and --warmup >= 0")
-    if (args.link_bw is None) != (args.mcf_flow is None):
-        raise A2AError("--link-bw and --mcf-flow go together: the bound (N-1)*F*b needs both")
     sizes, m = [], args.minbytes
     while m <= args.maxbytes:
         sizes.append(m)
         m *= args.stepfactor
     return sizes
+
+
+def mcf_flow(args, plan) -> float | None:
+    """F for the bound (N-1)*F*b: ``--mcf-flow``, else ``1/lp_time`` recorded in the file."""
+    if args.link_bw is None:
+        if args.mcf_flow is not None:
+            raise A2AError("--mcf-flow needs --link-bw: the bound (N-1)*F*b needs both")
+        return None
+    if args.mcf_flow is not None:
+        return args.mcf_flow
+    if plan.lp_time is None:
+        raise A2AError(f"--link-bw: this {plan.format} file does not record the LP value F; give --mcf-flow F "
+                       f"(as printed by 'a2a solve' for the fabric the schedule was compiled for)")
+    return 1.0 / plan.lp_time
 
 
 def _link_bw(args) -> float | None:
@@ -205,19 +217,20 @@ def main(args, prog: str) -> int:
             local_ranks = local.size
             local.Free()
             agree(comm, lambda: _check_memory(a2a, sizes[-1], local_ranks))
+            flow = mcf_flow(args, a2a.plan)  # same file and options on every rank: all raise or none
         except A2AError as exc:
             if rank == 0:
                 print(f"{prog}: error: {exc}", file=sys.stderr)
             return 2
         watchdog.kick()
         p = a2a.plan
-        bound = (N - 1) * args.mcf_flow * link_bw if link_bw else None
+        bound = (N - 1) * flow * link_bw if link_bw else None
         scratch = comm.allreduce(p.scratch_chunks, op=MPI.MAX)
         header = {
             "schedule": str(args.file), "name": p.name, "format": p.format, "nranks": N,
             "chunks_per_shard": p.chunks_per_shard, "scratch_chunks_max": scratch,
             "route_mode": p.route_mode, "iters": args.iters, "warmup": args.warmup, "check": args.check,
-            "link_bw_Bps": link_bw or None, "mcf_flow": args.mcf_flow,
+            "link_bw_Bps": link_bw or None, "mcf_flow": flow,
             "bound_GBps": bound / 1e9 if bound else None,
         }
         if out and not args.json:

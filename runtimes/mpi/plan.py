@@ -19,7 +19,7 @@ stage at load time, so ranks other than 0 start fast.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -110,6 +110,7 @@ class RankPlan:
     self_copy: bool
     body: MscclPlan | OnecclPlan | PathPlan
     route_mode: str | None = None
+    lp_time: float | None = None  # from the file (oneCCL / MPI path formats), for the MCF bound
 
 
 # ----------------------------------------------------------------- helpers
@@ -403,7 +404,9 @@ def build_plans(program, size: int, route_mode: str = "relay") -> list[RankPlan]
     if isinstance(program, MscclProgram):
         return plan_msccl(program, size)
     if isinstance(program, OnecclProgram):
-        return plan_oneccl(program, size)
-    if isinstance(program, MpiPathProgram):
-        return plan_paths(program, size, route_mode)
-    raise A2AError(f"not a schedule program: {type(program).__name__}")
+        plans = plan_oneccl(program, size)
+    elif isinstance(program, MpiPathProgram):
+        plans = plan_paths(program, size, route_mode)
+    else:
+        raise A2AError(f"not a schedule program: {type(program).__name__}")
+    return [replace(p, lp_time=program.lp_time) for p in plans]
