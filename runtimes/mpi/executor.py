@@ -20,6 +20,16 @@ from .plan import (BUF_I, BUF_O, CPY, RCS, RECV, SEND, MscclPlan, OnecclPlan, Pa
                    build_plans, load_schedule)
 
 
+def _attempt(fn, prefix: str = ""):
+    """``(result, error message, bug)`` of ``fn()``; a bug is kept to be re-raised once the ranks agree."""
+    try:
+        return fn(), None, None
+    except A2AError as exc:
+        return None, str(exc), None
+    except Exception as exc:  # noqa: BLE001 - re-raised by the caller after the ranks agree
+        return None, f"{prefix}internal error: {type(exc).__name__}: {exc}", exc
+
+
 def agree(comm, fn):
     """Run ``fn()`` on every rank and make its failure collective.
 
@@ -28,13 +38,7 @@ def agree(comm, fn):
     no rank is left waiting for the others.  A non-:class:`A2AError` exception
     (a bug) is re-raised with its traceback on the rank where it happened.
     """
-    result, err, bug = None, None, None
-    try:
-        result = fn()
-    except A2AError as exc:
-        err = str(exc)
-    except Exception as exc:  # noqa: BLE001 - re-raised below after the ranks agree
-        bug, err = exc, f"internal error: {type(exc).__name__}: {exc}"
+    result, err, bug = _attempt(fn)
     errors = comm.allgather(err)
     if bug is not None:
         raise bug
@@ -53,14 +57,7 @@ def on_root(comm, fn, root: int = 0):
     leaving the CPU to ``root`` (which matters when ranks oversubscribe cores).
     Returns ``fn()``'s result on ``root`` and ``None`` elsewhere.
     """
-    result, err, bug = None, None, None
-    if comm.rank == root:
-        try:
-            result = fn()
-        except A2AError as exc:
-            err = str(exc)
-        except Exception as exc:  # noqa: BLE001 - re-raised below after the ranks agree
-            bug, err = exc, f"rank {root}: internal error: {type(exc).__name__}: {exc}"
+    result, err, bug = _attempt(fn, f"rank {root}: ") if comm.rank == root else (None, None, None)
     req = comm.Ibarrier()
     while not req.Test():
         time.sleep(0.002)
