@@ -110,3 +110,12 @@ def test_mpi_pool_launch(tmp_path):
     assert r.returncode == 0, r.stderr
     s = json.loads(r.stdout)
     assert s["mpi"] is True and s["concurrent_flow"] == pytest.approx(1 / 3, rel=1e-6)
+
+
+def test_json_stdout_is_pure_json_in_a_real_process():
+    # HiGHS writes its banner with C stdio, which capsys cannot see: check a real process
+    r = subprocess.run([sys.executable, "-m", "a2a_compiler", "solve", "hypercube:3", "--json", "--quiet"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["concurrent_flow"] == pytest.approx(0.25, rel=1e-7)
+    assert "HiGHS" not in r.stdout + r.stderr

@@ -29,6 +29,25 @@ SOLVERS = {
 }
 
 
+def quiet_highs() -> highspy.Highs:
+    """A :class:`highspy.Highs` that prints nothing, not even its banner.
+
+    highspy 1.16 logs "Running HiGHS ..." to stdout when its constructor installs
+    the callback bridge, before any option can be set, which would corrupt
+    ``--json`` output.  Build the core object, silence it, then install the bridge.
+    """
+    from highspy import _core
+    from highspy.highs import HighsCallback
+
+    h = highspy.Highs.__new__(highspy.Highs)
+    _core._Highs.__init__(h)
+    h.setOptionValue("output_flag", False)
+    kinds = range(int(_core.cb.HighsCallbackType.kCallbackMax) + 1)
+    h.callbacks = [HighsCallback(_core.cb.HighsCallbackType(k), h) for k in kinds]
+    h.enableCallbacks()
+    return h
+
+
 @dataclass(frozen=True, eq=False)
 class LPResult:
     """Primal ``x``, row activities, duals, objective, HiGHS status, wall time and solver name."""
@@ -81,8 +100,7 @@ def solve_lp(
     row_lower = np.ascontiguousarray(np.broadcast_to(row_lower, (n_row,)), dtype=np.float64)
     row_upper = np.ascontiguousarray(np.broadcast_to(row_upper, (n_row,)), dtype=np.float64)
 
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
+    h = quiet_highs()
     for key, value in SOLVERS[solver].items():
         h.setOptionValue(key, value)
     if time_limit is not None:
