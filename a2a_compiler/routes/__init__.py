@@ -1,0 +1,35 @@
+"""Routing engines: one module per engine behind one interface, :func:`route`.
+
+Modelled on OpenSM's routing engines.  Every engine is a documented function
+
+    engine(topology: Topology, fabric: Fabric, **options) -> RouteSet
+
+in its own module of this package, citing the paper and section it implements,
+and registered in :data:`ENGINES`.  A :class:`~.result.RouteSet` holds weighted
+host-to-host paths (switch hops included), optional per-hop virtual channels
+and a layer per path; ``a2a routes`` chunks it into an MPI path schedule.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from ..errors import A2AError
+from ..fabric import Fabric
+from ..topology.model import Topology
+from .result import RoutedPath, RouteSet
+
+#: engine name -> (module, function); modules are imported on first use.
+ENGINES: dict[str, tuple[str, str]] = {}
+
+
+def route(topology: Topology, algo: str, fabric: Fabric | None = None, **options) -> RouteSet:
+    """Route every ordered host pair of ``topology`` with engine ``algo``."""
+    if algo not in ENGINES:
+        raise A2AError(f"unknown routing algorithm {algo!r}; choose one of {', '.join(ENGINES)}")
+    module, name = ENGINES[algo]
+    func = getattr(importlib.import_module(f".{module}", __package__), name)
+    return func(topology, fabric or Fabric(), **options)
+
+
+__all__ = ["ENGINES", "route", "RouteSet", "RoutedPath"]

@@ -1,0 +1,1 @@
+"""Figure modules for tools/reproduce.py (each has a FIGURES dict)."""

@@ -1,0 +1,38 @@
+"""Shared output helpers for ``tools/reproduce.py`` figures: CSV and PNG, written atomically."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from a2a_compiler.io import atomic_write  # noqa: E402
+
+
+def write_csv(path: Path, header: list[str], rows: list[list]) -> Path:
+    """Write ``rows`` under ``header``; floats keep 6 significant digits, missing values are empty."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(header)
+    for row in rows:
+        w.writerow(["" if v is None else f"{v:.6g}" if isinstance(v, float) else v for v in row])
+    return atomic_write(path, buf.getvalue())
+
+
+def figure(ncols: int = 1, nrows: int = 1, width: float = 5.0, height: float = 3.6):
+    """A new matplotlib figure with ``nrows x ncols`` axes."""
+    return plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False)
+
+
+def save_png(fig, path: Path) -> Path:
+    """Save ``fig`` as PNG (no timestamp metadata, so reruns give the same bytes) and close it."""
+    buf = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buf, format="png", dpi=110, metadata={"Software": None})
+    plt.close(fig)
+    return atomic_write(path, buf.getvalue())
