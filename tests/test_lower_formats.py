@@ -5,11 +5,11 @@ from pathlib import Path
 import pytest
 
 from a2a_compiler.errors import FormatError
-from a2a_compiler.lower import load_program, parse_program, program_to_xml
-from a2a_compiler.lower.msccl import msccl_to_xml, parse_msccl
-from a2a_compiler.lower.mpi_paths import mpi_paths_to_xml, parse_mpi_paths
-from a2a_compiler.lower.oneccl import oneccl_to_xml, parse_oneccl
-from a2a_compiler.lower.programs import (MpiPathProgram, MscclGpu, MscclProgram, MscclStep, MscclThreadBlock,
+from a2a_compiler.formats import load_program, parse_program, program_to_xml
+from a2a_compiler.formats.msccl import msccl_to_xml, parse_msccl
+from a2a_compiler.formats.mpi_paths import mpi_paths_to_xml, parse_mpi_paths
+from a2a_compiler.formats.oneccl import oneccl_to_xml, parse_oneccl
+from a2a_compiler.formats import (MpiPathProgram, MscclGpu, MscclProgram, MscclStep, MscclThreadBlock,
                                          OnecclOp, OnecclProgram, OnecclRank, PathSend)
 
 DATA = Path(__file__).resolve().parent / "data"

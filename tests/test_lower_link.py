@@ -3,8 +3,10 @@
 import pytest
 
 from a2a_compiler.errors import A2AError
-from a2a_compiler.lower.msccl import lower_msccl, msccl_to_xml, parse_msccl
-from a2a_compiler.lower.oneccl import lower_oneccl, oneccl_to_xml, parse_oneccl
+from a2a_compiler.formats.msccl import msccl_to_xml, parse_msccl
+from a2a_compiler.formats.oneccl import oneccl_to_xml, parse_oneccl
+from a2a_compiler.lower.msccl import lower_msccl
+from a2a_compiler.lower.oneccl import lower_oneccl
 from a2a_compiler.lower.placement import place
 from a2a_compiler.topology.model import Topology
 from a2a_compiler.verify import verify_bytes

@@ -1,6 +1,7 @@
 """MPI path lowering and path-schedule verification (hand-built routed schedule with a switch)."""
 
-from a2a_compiler.lower.mpi_paths import lower_mpi_paths, mpi_paths_to_xml, parse_mpi_paths
+from a2a_compiler.formats.mpi_paths import mpi_paths_to_xml, parse_mpi_paths
+from a2a_compiler.lower.mpi_paths import lower_mpi_paths
 from a2a_compiler.topology.model import Topology
 from a2a_compiler.verify import verify_bytes
 from data.hand_schedules import star_path_schedule

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from lxml import etree
 
-from a2a_compiler.io import parse_xml
-from a2a_compiler.lower import program_to_xml
+from a2a_compiler.formats.xmlutil import parse_xml
+from a2a_compiler.formats import program_to_xml
 from runtimes.mpi.direct import direct_msccl
 
 REPO = Path(__file__).resolve().parents[1]

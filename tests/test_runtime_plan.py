@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from a2a_compiler.errors import A2AError, FormatError
-from a2a_compiler.lower import load_program
+from a2a_compiler.formats import load_program
 from runtimes.mpi.direct import direct_msccl
 from runtimes.mpi.plan import BUF_I, BUF_O, BUF_S, RECV, Forward, Message, build_plans, chunk_runs
 
@@ -58,10 +58,10 @@ def test_msccl_plan_marks_wake_and_self_copy():
     tbs = plans[0].body.tbs
     # tb 8 receives from rank 1: its only receive has nothing after it and nobody depends on it -> no wake-up
     last = tbs[8].steps[-1]
-    assert tbs[8].recv == 1 and last[0] == RECV and last[9] == 0
+    assert tbs[8].recv == 1 and last.op == RECV and not last.wake
     # tb 14 receives from rank 7 (= 0 - 1): step 1 lands in scratch for the forward that depends on it
-    assert tbs[14].recv == 7 and [s[9] for s in tbs[14].steps] == [1, 1]
-    assert not any(s[8] for tb in tbs for s in tb.steps)  # no reused slots, no hazards
+    assert tbs[14].recv == 7 and [s.wake for s in tbs[14].steps] == [True, True]
+    assert not any(s.hazard for tb in tbs for s in tb.steps)  # no reused slots, no hazards
 
 
 def test_msccl_reused_scratch_slot_is_a_hazard():
@@ -72,7 +72,7 @@ def test_msccl_reused_scratch_slot_is_a_hazard():
     steps[2] = dataclasses.replace(steps[2], srcoff=0, dstoff=0)
     gpus = (dataclasses.replace(g, tbs=g.tbs[:-1] + (dataclasses.replace(tb, steps=tuple(steps)),)),) + prog.gpus[1:]
     plan = build_plans(dataclasses.replace(prog, gpus=gpus), 8)[0]
-    assert plan.body.tbs[-1].steps[2][8] == 1
+    assert plan.body.tbs[-1].steps[2].hazard
 
 
 def test_rank_count_mismatch_is_refused():

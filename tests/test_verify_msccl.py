@@ -6,10 +6,10 @@ from pathlib import Path
 import pytest
 
 from a2a_compiler.errors import FormatError
-from a2a_compiler.lower.msccl import msccl_to_xml, parse_msccl
+from a2a_compiler.formats.msccl import msccl_to_xml, parse_msccl
 from a2a_compiler.verify import verify_bytes
 from a2a_compiler.verify.msccl_rules import check_attributes, check_lexical
-from a2a_compiler.io import parse_xml
+from a2a_compiler.formats.xmlutil import parse_xml
 
 DATA = Path(__file__).resolve().parent / "data"
 ALLPAIRS = (DATA / "msccl_tools_allpairs_3.xml").read_bytes()
@@ -154,7 +154,7 @@ def test_hostile_xml_refused():
 
 def _exchange(nmsg: int) -> bytes:
     """Two gpus, one tb each: ``nmsg`` sends of chunk copies, then ``nmsg`` receives (C = nmsg)."""
-    from a2a_compiler.lower.programs import MscclGpu, MscclProgram, MscclStep, MscclThreadBlock
+    from a2a_compiler.formats import MscclGpu, MscclProgram, MscclStep, MscclThreadBlock
 
     def gpu(g):
         p = 1 - g

@@ -30,8 +30,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from a2a_compiler.io import atomic_write
-from a2a_compiler.lower import program_to_xml
+from a2a_compiler.files import atomic_write
+from a2a_compiler.formats import program_to_xml
 from runtimes.mpi.direct import DIRECT
 
 

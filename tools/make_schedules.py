@@ -99,7 +99,7 @@ def main(argv=None) -> int:
                     help="recompile into a temporary directory and compare with schedules/ instead of writing")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT))
-    from a2a_compiler.io import atomic_write
+    from a2a_compiler.files import atomic_write
 
     bad = []
     summaries = {}

@@ -9,12 +9,11 @@ invariant (:func:`a2a_compiler.chunk.ir.validate`).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from ..errors import A2AError, FormatError
+from ..errors import A2AError
 from ..fabric import Fabric
-from ..io import atomic_write, read_bytes
+from ..files import atomic_write, read_json
 from ..topology.model import Topology
 from .chunking import chunk_link_schedule, chunk_path_schedule
 from .ir import LinkSchedule, PathSchedule, Route, Schedule, Transfer, dumps, fidelity, from_json_dict, predicted_time
@@ -66,16 +65,7 @@ def save_schedule(schedule: Schedule, path) -> Path:
 
 def load_schedule(path) -> Schedule:
     """Read and validate an IR JSON file; any problem raises :class:`FormatError`."""
-    data = read_bytes(path, MAX_SCHEDULE_BYTES)
-    try:
-        d = json.loads(data)
-    except json.JSONDecodeError as exc:
-        raise FormatError(f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
-    except UnicodeDecodeError:
-        raise FormatError(f"{path}: not UTF-8 text") from None
-    except RecursionError:
-        raise FormatError(f"{path}: JSON nested too deeply") from None
-    return from_json_dict(d, str(path))
+    return from_json_dict(read_json(path, MAX_SCHEDULE_BYTES), str(path))
 
 
 __all__ = [

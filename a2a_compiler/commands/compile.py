@@ -113,16 +113,13 @@ def _schedule(args):
 
 
 def _lower(args, schedule):
-    from ..lower.mpi_paths import lower_mpi_paths
-    from ..lower.msccl import lower_msccl
-    from ..lower.oneccl import lower_oneccl
+    from ..lower import LOWERINGS
 
+    options = {"name": args.name}
     if args.emit == "msccl":
-        return lower_msccl(schedule, channels=args.channels, instances=args.instances, proto=args.proto,
-                           min_bytes=args.min_bytes, max_bytes=args.max_bytes, name=args.name)
-    if args.emit == "oneccl":
-        return lower_oneccl(schedule, name=args.name)
-    return lower_mpi_paths(schedule, name=args.name)
+        options.update(channels=args.channels, instances=args.instances, proto=args.proto,
+                       min_bytes=args.min_bytes, max_bytes=args.max_bytes)
+    return LOWERINGS[args.emit](schedule, **options)
 
 
 def schedule_topology(schedule):
@@ -138,8 +135,8 @@ def schedule_topology(schedule):
 
 def run(args) -> int:
     from ..chunk import predicted_time
-    from ..io import atomic_write
-    from ..lower import program_to_xml
+    from ..files import atomic_write
+    from ..formats import program_to_xml
     from ..verify import verify_bytes
 
     msccl_only = [o for o, v in (("--channels", args.channels), ("--instances", args.instances != 1),

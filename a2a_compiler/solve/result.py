@@ -24,7 +24,7 @@ import scipy.sparse as sp
 
 from ..errors import FormatError
 from ..fabric import Fabric
-from ..io import atomic_write
+from ..files import atomic_write
 
 FILE_FORMAT = "a2a-solution"
 FILE_VERSION = 1

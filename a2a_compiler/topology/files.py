@@ -19,7 +19,7 @@ import math
 from pathlib import Path
 
 from ..errors import FormatError
-from ..io import read_bytes
+from ..files import parse_json, read_bytes
 from .metrics import require_connected
 from .model import Topology
 
@@ -100,7 +100,7 @@ def load_topology_file(path) -> Topology:
     except UnicodeDecodeError as exc:
         raise FormatError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     if text.lstrip().startswith("{"):
-        topo = Topology.from_json_text(text, str(path))
+        topo = Topology.from_json_dict(parse_json(text, str(path)), str(path))
     else:
         topo = parse_edge_list(text, str(path))
     if topo.n_hosts < 2:

@@ -16,7 +16,8 @@ Conventions (relied on throughout the pipeline):
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import networkx as nx
@@ -24,7 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import FormatError
-from ..io import atomic_write
+from ..files import atomic_write, read_json
 
 JSON_FORMAT = "a2a-topology"
 JSON_VERSION = 1
@@ -54,7 +55,6 @@ class Topology:
     names: tuple[str, ...]
     coords: tuple[tuple[int, ...], ...] | None = None
     notes: tuple[str, ...] = ()
-    _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     # ----------------------------------------------------------- construction
     @classmethod
@@ -133,9 +133,14 @@ class Topology:
     def in_degree(self) -> np.ndarray:
         return np.bincount(self.dst, minlength=self.n_nodes)
 
+    @cached_property
+    def _link_keys(self) -> np.ndarray:
+        """``src·n_nodes + dst`` per link: sorted, since :meth:`from_links` orders links by (src, dst)."""
+        return self.src * self.n_nodes + self.dst
+
     def link_index(self, u: int, v: int) -> int:
-        """Index of link ``u->v``; raises ``KeyError`` if there is none."""
-        key = self.src * self.n_nodes + self.dst
+        """Index of link ``u->v`` (O(log E)); raises ``KeyError`` if there is none."""
+        key = self._link_keys
         i = int(np.searchsorted(key, u * self.n_nodes + v))
         if i < len(key) and key[i] == u * self.n_nodes + v:
             return i
@@ -265,19 +270,6 @@ class Topology:
         return atomic_write(path, json.dumps(self.to_json_dict(), indent=1) + "\n")
 
     @classmethod
-    def from_json_text(cls, text: str, source: str = "<json>") -> "Topology":
-        try:
-            d = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise FormatError(f"{source}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
-        return cls.from_json_dict(d, source)
-
-    @classmethod
     def load(cls, path) -> "Topology":
         """Read the JSON format (for edge lists too, use :func:`.files.load_topology_file`)."""
-        path = Path(path)
-        try:
-            text = path.read_text()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise FormatError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
-        return cls.from_json_text(text, str(path))
+        return cls.from_json_dict(read_json(path), str(path))

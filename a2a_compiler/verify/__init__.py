@@ -20,8 +20,9 @@ import os
 from dataclasses import dataclass, field
 
 from ..fabric import Fabric
-from ..io import parse_xml, read_bytes
-from ..lower import FORMATS
+from ..files import read_bytes
+from ..formats import FORMATS, detect_format
+from ..formats.xmlutil import parse_xml
 from ..topology.model import Topology
 from . import msccl_rules, performance, simulate, topology_check
 
@@ -92,12 +93,8 @@ def verify_bytes(data: bytes, source: str = "<xml>", topology: Topology | None =
     """
     fabric = fabric or Fabric()
     root = parse_xml(data, source)
-    fmt = next((name for name, (tag, _, _) in FORMATS.items() if tag == root.tag), None)
-    if fmt is None:
-        from ..lower import parse_program
-
-        parse_program(data, source)  # raises the standard "unknown schedule format" error
-    program = FORMATS[fmt][1](root, source)
+    fmt = detect_format(root, source)
+    program = FORMATS[fmt].from_element(root, source)
     caps = None if topology is None else topology_check.link_capacities(topology)
     if fmt == "msccl":
         report = Report(source, fmt, program.ngpus, program.nchunksperloop // max(program.ngpus, 1))

@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 
-from ..lower.msccl import (ALGO_ATTRS, GPU_ATTRS, MAX_CNT, MAX_DEPID, MAX_OFFSET, MAX_PEER_TBS_PER_CHANNEL,
+from ..formats.msccl import (ALGO_ATTRS, GPU_ATTRS, MAX_CNT, MAX_DEPID, MAX_OFFSET, MAX_PEER_TBS_PER_CHANNEL,
                            MAX_STEPS_PER_TB, PROTOS, STEP_ATTRS, TB_ATTRS)
-from ..lower.programs import MscclProgram
+from ..formats import MscclProgram
 
 #: Step types and the buffers they read (src) / write (dst) locally.
 DATA_TYPES = {"s": (True, False), "r": (False, True), "rcs": (True, True), "cpy": (True, True)}

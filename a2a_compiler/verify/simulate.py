@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..lower.programs import MpiPathProgram, MscclProgram, OnecclProgram
+from ..formats import MpiPathProgram, MscclProgram, OnecclProgram
 
 #: Slots per connection (NCCL_STEPS): a sender blocks when this many messages are unreceived.
 FIFO_SLOTS = 8

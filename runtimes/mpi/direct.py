@@ -7,7 +7,7 @@ runtime's overhead per format (tools/bench_runtime.py).
 
 from __future__ import annotations
 
-from a2a_compiler.lower.programs import (MpiPathProgram, MscclGpu, MscclProgram, MscclStep, MscclThreadBlock,
+from a2a_compiler.formats import (MpiPathProgram, MscclGpu, MscclProgram, MscclStep, MscclThreadBlock,
                                          OnecclOp, OnecclProgram, OnecclRank, PathSend)
 
 

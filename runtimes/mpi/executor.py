@@ -74,7 +74,7 @@ class Alltoall:
 
     ``schedule`` is a file path (MSCCL XML, oneCCL-style XML or MPI path
     schedule; rank 0 reads it) or an already loaded program
-    (:mod:`a2a_compiler.lower.programs`; rank 0's is used).  Construction is
+    (:mod:`a2a_compiler.formats`; rank 0's is used).  Construction is
     collective: rank 0 builds every rank's plan once (checking it fits the
     communicator) and scatters them; the communicator is duplicated (so
     schedule traffic never mixes with yours).  Any failure raises
@@ -191,7 +191,8 @@ def run_msccl(plan: MscclPlan, bufs: list[np.ndarray], comm) -> None:
     sends: list = []     # (request, buf, lo, hi) of every Isend posted
 
     def post_recv(t, j):
-        db, do, cnt = tbs[t].steps[j][3:6]
+        st = tbs[t].steps[j]
+        db, do, cnt = st.dstbuf, st.dstoff, st.cnt
         recvs[(t, j)] = comm.Irecv(bufs[db][do:do + cnt], tbs[t].recv, tbs[t].tag)
 
     def post_send(t, b, lo, cnt):
@@ -199,8 +200,8 @@ def run_msccl(plan: MscclPlan, bufs: list[np.ndarray], comm) -> None:
 
     for t, tb in enumerate(tbs):
         for j, st in enumerate(tb.steps):
-            if st[0] == RECV or st[0] == RCS:
-                if st[8]:
+            if st.op == RECV or st.op == RCS:
+                if st.hazard:
                     break
                 post_recv(t, j)
     remaining = sum(nsteps)
@@ -236,7 +237,7 @@ def run_msccl(plan: MscclPlan, bufs: list[np.ndarray], comm) -> None:
         if not pending and not blocked_on_send:
             stuck = [f"tb {t} step {pc[t]}" for t in range(len(tbs)) if pc[t] < nsteps[t]]
             raise A2AError(f"rank {comm.rank}: the schedule deadlocks locally (waiting: {', '.join(stuck[:5])})")
-        waking = [k for k in pending if tbs[k[0]].steps[k[1]][9]]
+        waking = [k for k in pending if tbs[k[0]].steps[k[1]].wake]
         if blocked_on_send:  # a reused slot waits for a send reading it: any completion may unblock
             waking += [None] * len(sends)
         if waking:

@@ -4,7 +4,7 @@ A plan is everything static about running one schedule on one rank: which
 messages it posts, in which order, with which tags, from and into which chunk
 ranges of the input (``i``), output (``o``) and scratch (``s``) buffers.  The
 builders here make every rank's plan in one pass over the whole program,
-without MPI, from the in-memory program (:mod:`a2a_compiler.lower.programs`);
+without MPI, from the in-memory program (:mod:`a2a_compiler.formats`);
 the executor (:mod:`runtimes.mpi.executor`) builds them on rank 0, scatters
 them, and then only binds buffers and posts nonblocking operations.
 
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -55,9 +56,8 @@ class Forward:
     send: Message | None
 
 
-@dataclass(frozen=True)
-class MscclThreadBlock:
-    """A thread block's steps as ``(op, srcbuf, srcoff, dstbuf, dstoff, cnt, depid, deps, hazard, wake)``.
+class StepPlan(NamedTuple):
+    """One MSCCL step with buffer ids resolved (a tuple: the executor's inner loop unpacks it).
 
     ``hazard`` marks a step writing a chunk that is written more than once on
     this rank (a reused scratch slot): it must wait until no in-flight send
@@ -67,22 +67,58 @@ class MscclThreadBlock:
     and for the others (pure final receives) all at once.
     """
 
+    op: int
+    srcbuf: int
+    srcoff: int
+    dstbuf: int
+    dstoff: int
+    cnt: int
+    depid: int
+    deps: int
+    hazard: bool
+    wake: bool
+
+
+@dataclass(frozen=True)
+class ThreadBlockPlan:
+    """A thread block: sends to ``send``, receives from ``recv`` with MPI tag ``tag`` (its channel)."""
+
     send: int
     recv: int
     tag: int
-    steps: tuple[tuple[int, ...], ...]
+    steps: tuple[StepPlan, ...]
 
 
 @dataclass(frozen=True)
 class MscclPlan:
-    tbs: tuple[MscclThreadBlock, ...]
+    """One rank's thread blocks, in id order."""
+
+    tbs: tuple[ThreadBlockPlan, ...]
+
+
+class LocalCopy(NamedTuple):
+    """``cnt`` chunks ``srcbuf[srcoff] -> dstbuf[dstoff]`` on this rank (buffer ids)."""
+
+    srcbuf: int
+    srcoff: int
+    dstbuf: int
+    dstoff: int
+    cnt: int
+
+
+class OnecclStepPlan(NamedTuple):
+    """One oneCCL step: local copies, then sends and receives posted at once, then the sync."""
+
+    copies: tuple[LocalCopy, ...]
+    sends: tuple[Message, ...]
+    recvs: tuple[Message, ...]
 
 
 @dataclass(frozen=True)
 class OnecclPlan:
-    """Per step: local copies ``(srcbuf, srcoff, dstbuf, dstoff, cnt)``, sends, receives."""
+    """One rank's steps, in order."""
 
-    steps: tuple[tuple[tuple[tuple[int, ...], ...], tuple[Message, ...], tuple[Message, ...]], ...]
+    steps: tuple[OnecclStepPlan, ...]
 
 
 @dataclass(frozen=True)
@@ -256,9 +292,9 @@ def _msccl_rank(name: str, N: int, C: int, mine) -> RankPlan:
             writes = op in (RECV, RCS, CPY)
             hazard = writes and bool((counts[st.dstbuf][st.dstoff:st.dstoff + st.cnt] > 1).any())
             wake = wake or op != RECV or (tb.id, j) in depended
-            steps.append((op, BUFFERS.get(st.srcbuf, -1), st.srcoff, BUFFERS.get(st.dstbuf, -1), st.dstoff,
-                          st.cnt, st.depid, st.deps, int(hazard), int(wake)))
-        tbs.append(MscclThreadBlock(send=tb.send, recv=tb.recv, tag=tb.chan, steps=tuple(reversed(steps))))
+            steps.append(StepPlan(op, BUFFERS.get(st.srcbuf, -1), st.srcoff, BUFFERS.get(st.dstbuf, -1), st.dstoff,
+                                  st.cnt, st.depid, st.deps, hazard, wake))
+        tbs.append(ThreadBlockPlan(send=tb.send, recv=tb.recv, tag=tb.chan, steps=tuple(reversed(steps))))
     return RankPlan("msccl", name, N, rank, C, mine.s_chunks,
                     not _writes_own_shard(counts["o"] > 0, rank, C), MscclPlan(tuple(tbs)))
 
@@ -311,13 +347,14 @@ def _oneccl_rank(name: str, N: int, C: int, mine) -> RankPlan:
     steps = []
     for t, ops in enumerate(mine.steps):
         tag = t % TAG_LIMIT
-        copies = tuple((BUFFERS[o.srcbuf], o.srcoff, BUFFERS[o.dstbuf], o.dstoff, o.cnt) for o in ops if o.kind == "copy")
+        copies = tuple(LocalCopy(BUFFERS[o.srcbuf], o.srcoff, BUFFERS[o.dstbuf], o.dstoff, o.cnt)
+                       for o in ops if o.kind == "copy")
         snd = tuple(Message(o.peer, tag, BUFFERS[o.srcbuf], o.srcoff, o.cnt) for o in ops if o.kind == "send")
         rcv = tuple(Message(o.peer, tag, BUFFERS[o.dstbuf], o.dstoff, o.cnt) for o in ops if o.kind == "recv")
         for o in ops:
             if o.kind != "send" and o.dstbuf == "o":
                 written[o.dstoff:o.dstoff + o.cnt] = True
-        steps.append((copies, snd, rcv))
+        steps.append(OnecclStepPlan(copies, snd, rcv))
     return RankPlan("oneccl", name, N, rank, C, mine.s_chunks,
                     not _writes_own_shard(written, rank, C), OnecclPlan(tuple(steps)))
 
@@ -392,14 +429,14 @@ def plan_paths(prog, size: int, route_mode: str = "relay") -> list[RankPlan]:
 
 def load_schedule(path) -> tuple[str, object]:
     """Read any schedule file the compiler emits (or MSCCL XML from other tools)."""
-    from a2a_compiler.lower import load_program
+    from a2a_compiler.formats import load_program
 
     return load_program(path)
 
 
 def build_plans(program, size: int, route_mode: str = "relay") -> list[RankPlan]:
-    """Every rank's plan; dispatch on the program type (see :mod:`a2a_compiler.lower.programs`)."""
-    from a2a_compiler.lower.programs import MpiPathProgram, MscclProgram, OnecclProgram
+    """Every rank's plan; dispatch on the program type (see :mod:`a2a_compiler.formats`)."""
+    from a2a_compiler.formats import MpiPathProgram, MscclProgram, OnecclProgram
 
     if isinstance(program, MscclProgram):
         return plan_msccl(program, size)

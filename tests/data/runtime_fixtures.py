@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from a2a_compiler.lower.programs import (MpiPathProgram, MscclGpu, MscclProgram, MscclStep, MscclThreadBlock,
+from a2a_compiler.formats import (MpiPathProgram, MscclGpu, MscclProgram, MscclStep, MscclThreadBlock,
                                          OnecclOp, OnecclProgram, OnecclRank, PathSend)
 
 N = 8
@@ -138,8 +138,8 @@ FIXTURES = {
 }
 
 if __name__ == "__main__":
-    from a2a_compiler.io import atomic_write
-    from a2a_compiler.lower import program_to_xml
+    from a2a_compiler.files import atomic_write
+    from a2a_compiler.formats import program_to_xml
 
     for name, make in FIXTURES.items():
         atomic_write(Path(__file__).resolve().parent / name, program_to_xml(make()))

@@ -1,4 +1,4 @@
-"""Small helpers shared by the three XML readers and writers."""
+"""Hardened XML parsing and the helpers shared by the three formats' readers and writers."""
 
 from __future__ import annotations
 
@@ -8,17 +8,54 @@ from lxml import etree
 
 from ..errors import FormatError
 
+#: Largest XML file we agree to parse (bytes).
+MAX_XML_BYTES = 256 * 1024 * 1024
+#: Deepest element nesting we accept; every format here is at most 5 deep.
+MAX_XML_DEPTH = 16
 #: Largest integer attribute we accept (guards against absurd sizes in hostile files).
 MAX_INT = 2**62
 #: Largest buffer (in chunks) a oneCCL or MPI path file may declare: checkers allocate per chunk.
 MAX_BUFFER_CHUNKS = 1 << 22
 
 
+def parse_xml(data: bytes, source: str = "<xml>") -> etree._Element:
+    """Parse untrusted XML safely and return the root element.
+
+    Entity resolution, DTD loading and network access are off, huge trees are
+    refused, and so is nesting deeper than :data:`MAX_XML_DEPTH`.  Any problem
+    raises :class:`FormatError` naming ``source`` and the line.
+    """
+    if len(data) > MAX_XML_BYTES:
+        raise FormatError(f"{source}: XML is {len(data)} bytes, over the limit")
+    if b"<!DOCTYPE" in data or b"<!ENTITY" in data:
+        raise FormatError(f"{source}: DOCTYPE/ENTITY declarations are not allowed")
+    parser = etree.XMLParser(
+        resolve_entities=False,
+        no_network=True,
+        load_dtd=False,
+        dtd_validation=False,
+        huge_tree=False,
+        remove_comments=True,
+        remove_pis=True,
+    )
+    try:
+        root = etree.fromstring(data, parser)
+    except etree.XMLSyntaxError as exc:
+        raise FormatError(f"{source}: malformed XML at line {exc.lineno}: {exc.msg}") from None
+    for el in root.iter():
+        depth = sum(1 for _ in el.iterancestors())
+        if depth > MAX_XML_DEPTH:
+            raise FormatError(f"{source}: line {el.sourceline}: nesting deeper than {MAX_XML_DEPTH}")
+    return root
+
+
 def where(el, source: str) -> str:
+    """``source: line N: <tag>``, the location prefix of every reader error."""
     return f"{source}: line {el.sourceline}: <{el.tag}>"
 
 
 def attr_str(el, name: str, source: str, default: str | None = None) -> str:
+    """Attribute ``name`` of ``el``; missing and no ``default`` raises :class:`FormatError`."""
     v = el.get(name)
     if v is None:
         if default is None:
@@ -28,6 +65,7 @@ def attr_str(el, name: str, source: str, default: str | None = None) -> str:
 
 
 def attr_int(el, name: str, source: str, default: int | None = None) -> int:
+    """Integer attribute ``name`` (decimal, within :data:`MAX_INT`); see :func:`attr_str`."""
     v = el.get(name)
     if v is None:
         if default is None:
@@ -82,6 +120,7 @@ def children(el, tag: str, source: str, allowed: tuple[str, ...] = ()) -> list:
 
 
 def expect_root(root, tag: str, source: str) -> None:
+    """Refuse a document whose root element is not ``<tag>``."""
     if root.tag != tag:
         raise FormatError(f"{source}: root element is <{root.tag}>, expected <{tag}>")
 
@@ -100,7 +139,6 @@ def serialize(root) -> bytes:
     return etree.tostring(root, encoding="ascii", xml_declaration=False) + b"\n"
 
 
-def program_name(schedule, name: str | None) -> str:
-    """``name`` or ``<spec>-<method>``, restricted to characters every tokenizer accepts."""
-    raw = name if name is not None else f"{schedule.spec}-{schedule.method}"
+def safe_name(raw: str) -> str:
+    """``raw`` restricted to characters every tokenizer accepts in a ``name`` attribute."""
     return re.sub(r"[^A-Za-z0-9._:,=+-]", "_", raw)

@@ -1,0 +1,107 @@
+"""MPI path schedule XML: program, reader and writer (Basu et al. §4 "Path-based Schedules").
+
+``<mpi_paths>`` → one ``<rank id>`` per rank → ``<send dst route_id layer route chunks/>``
+(contract in docs/formats.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import FormatError
+from .xmlutil import (MAX_BUFFER_CHUNKS, attr_int, attr_ints, attr_lp_time, attr_str, children, element, expect_root,
+                      parse_xml, serialize, where)
+
+ROOT = "mpi_paths"
+
+
+# ------------------------------------------------------------------ program
+
+
+@dataclass(frozen=True)
+class PathSend:
+    """Rank ``src`` sends chunks ``chunks`` of its shard for ``dst`` along ``nodes``."""
+
+    src: int
+    dst: int
+    route_id: int
+    layer: int
+    nodes: tuple[int, ...]
+    chunks: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class MpiPathProgram:
+    """``<mpi_paths>``: every rank's sends; node ids >= ``nranks`` are switches."""
+
+    name: str
+    nranks: int
+    nnodes: int
+    chunks_per_shard: int
+    sends: tuple[PathSend, ...]
+    lp_time: float | None = None  # all-to-all time 1/F of the LP the schedule came from (link-times)
+
+
+# ------------------------------------------------------------------ reading
+
+
+def parse_mpi_paths(data: bytes, source: str = "<mpi_paths>") -> MpiPathProgram:
+    """Parse MPI path schedule XML bytes (hardened parser) into an :class:`MpiPathProgram`."""
+    return mpi_paths_from_element(parse_xml(data, source), source)
+
+
+def mpi_paths_from_element(root, source: str) -> MpiPathProgram:
+    """Build the program from a parsed ``<mpi_paths>`` element (ranks in id order)."""
+    expect_root(root, ROOT, source)
+    coll = attr_str(root, "coll", source)
+    if coll != "alltoall":
+        raise FormatError(f"{where(root, source)} coll={coll!r}, only 'alltoall' is supported")
+    nranks = attr_int(root, "nranks", source)
+    nnodes = attr_int(root, "nnodes", source, nranks)
+    cps = attr_int(root, "chunks_per_shard", source)
+    ncl = attr_int(root, "nchunksperloop", source, nranks * cps)
+    if nranks < 1 or cps < 1 or nnodes < nranks or ncl != nranks * cps:
+        raise FormatError(f"{where(root, source)} needs nranks >= 1, nnodes >= nranks, chunks_per_shard >= 1 "
+                          f"and nchunksperloop = nranks*chunks_per_shard (got {nranks}, {nnodes}, {cps}, {ncl})")
+    if ncl > MAX_BUFFER_CHUNKS:
+        raise FormatError(f"{where(root, source)} nchunksperloop={ncl} exceeds the limit of {MAX_BUFFER_CHUNKS}")
+    sends = []
+    rank_els = children(root, "rank", source)
+    for i, r in enumerate(rank_els):
+        rid = attr_int(r, "id", source)
+        if rid != i:
+            raise FormatError(f"{where(r, source)} id={rid}, expected {i} (ranks in id order)")
+        for s in children(r, "send", source):
+            sends.append(PathSend(
+                src=rid,
+                dst=attr_int(s, "dst", source),
+                route_id=attr_int(s, "route_id", source),
+                layer=attr_int(s, "layer", source, 0),
+                nodes=attr_ints(s, "route", source),
+                chunks=attr_ints(s, "chunks", source),
+            ))
+    if len(rank_els) != nranks:
+        raise FormatError(f"{source}: {len(rank_els)} <rank> elements, nranks={nranks}")
+    return MpiPathProgram(attr_str(root, "name", source, ""), nranks, nnodes, cps, tuple(sends),
+                          attr_lp_time(root, source))
+
+
+# ------------------------------------------------------------------ writing
+
+
+def mpi_paths_to_xml(program: MpiPathProgram) -> bytes:
+    """Serialise ``program`` per docs/formats.md; sends are grouped by source rank, in program order."""
+    p = program
+    root = element(None, ROOT, [
+        ("name", p.name), ("coll", "alltoall"), ("nranks", p.nranks), ("nnodes", p.nnodes),
+        ("chunks_per_shard", p.chunks_per_shard), ("nchunksperloop", p.nranks * p.chunks_per_shard),
+    ] + ([("lp_time", repr(float(p.lp_time)))] if p.lp_time is not None else []))
+    rank_els = [element(root, "rank", [("id", r)]) for r in range(p.nranks)]
+    for s in p.sends:
+        if not 0 <= s.src < p.nranks:
+            raise FormatError(f"send from rank {s.src} outside 0..{p.nranks - 1}")
+        element(rank_els[s.src], "send", [
+            ("dst", s.dst), ("route_id", s.route_id), ("layer", s.layer),
+            ("route", " ".join(map(str, s.nodes))), ("chunks", " ".join(map(str, s.chunks))),
+        ])
+    return serialize(root)

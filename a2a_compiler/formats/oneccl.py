@@ -1,0 +1,177 @@
+"""oneCCL-style XML: program, reader and writer (Basu et al. §4; contract in docs/formats.md).
+
+``<oneccl_algo>`` → one ``<rank>`` per rank → ``<step id=t>`` (asynchronous
+``copy``/``send``/``recv`` operations) each followed by ``<sync after=t/>``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import FormatError
+from .xmlutil import (MAX_BUFFER_CHUNKS, attr_int, attr_lp_time, attr_str, children, element, expect_root, parse_xml,
+                      serialize, where)
+
+ROOT = "oneccl_algo"
+OP_KINDS = ("copy", "send", "recv")
+
+
+# ------------------------------------------------------------------ program
+
+
+@dataclass(frozen=True)
+class OnecclOp:
+    """One asynchronous operation of a step.
+
+    ``send``: reads ``cnt`` chunks at ``srcbuf[srcoff]`` and sends them to ``peer``.
+    ``recv``: receives ``cnt`` chunks from ``peer`` into ``dstbuf[dstoff]``.
+    ``copy``: local copy ``srcbuf[srcoff] -> dstbuf[dstoff]`` (``peer`` = -1).
+    Unused buffer fields are ``""`` and offsets ``-1``.
+    """
+
+    kind: str
+    peer: int
+    srcbuf: str
+    srcoff: int
+    dstbuf: str
+    dstoff: int
+    cnt: int
+
+
+@dataclass(frozen=True)
+class OnecclRank:
+    """``<rank id i_chunks o_chunks s_chunks>``: buffer sizes in chunks and the operations of every step."""
+
+    id: int
+    i_chunks: int
+    o_chunks: int
+    s_chunks: int
+    steps: tuple[tuple[OnecclOp, ...], ...]
+
+
+@dataclass(frozen=True)
+class OnecclProgram:
+    """``<oneccl_algo>``: ``ranks`` in id order, every rank with ``nsteps`` steps."""
+
+    name: str
+    nranks: int
+    chunks_per_shard: int
+    nsteps: int
+    ranks: tuple[OnecclRank, ...]
+    lp_time: float | None = None  # all-to-all time 1/F of the LP the schedule came from (link-times)
+
+
+# ------------------------------------------------------------------ reading
+
+
+def parse_oneccl(data: bytes, source: str = "<oneccl>") -> OnecclProgram:
+    """Parse oneCCL-style XML bytes (hardened parser) into an :class:`OnecclProgram`."""
+    return oneccl_from_element(parse_xml(data, source), source)
+
+
+def _op(el, source: str) -> OnecclOp:
+    kind = el.tag
+    cnt = attr_int(el, "cnt", source, 1)
+    if kind == "copy":
+        return OnecclOp("copy", -1, attr_str(el, "srcbuf", source), attr_int(el, "srcoff", source),
+                        attr_str(el, "dstbuf", source), attr_int(el, "dstoff", source), cnt)
+    peer = attr_int(el, "peer", source)
+    buf, off = attr_str(el, "buf", source), attr_int(el, "off", source)
+    if kind == "send":
+        return OnecclOp("send", peer, buf, off, "", -1, cnt)
+    return OnecclOp("recv", peer, "", -1, buf, off, cnt)
+
+
+def oneccl_from_element(root, source: str) -> OnecclProgram:
+    """Build the program from a parsed ``<oneccl_algo>`` element.
+
+    Structure is checked here (step ids ``0..nsteps-1`` in order on every rank,
+    each followed by its ``<sync after=t/>``, rank ids in order); data movement
+    is checked by the verifier.
+    """
+    expect_root(root, ROOT, source)
+    coll = attr_str(root, "coll", source)
+    if coll != "alltoall":
+        raise FormatError(f"{where(root, source)} coll={coll!r}, only 'alltoall' is supported")
+    nranks = attr_int(root, "nranks", source)
+    cps = attr_int(root, "chunks_per_shard", source)
+    nsteps = attr_int(root, "nsteps", source)
+    ncl = attr_int(root, "nchunksperloop", source, nranks * cps)
+    if nranks < 1 or cps < 1 or nsteps < 0 or ncl != nranks * cps:
+        raise FormatError(f"{where(root, source)} needs nranks >= 1, chunks_per_shard >= 1, nsteps >= 0 "
+                          f"and nchunksperloop = nranks*chunks_per_shard (got {nranks}, {cps}, {nsteps}, {ncl})")
+    if ncl > MAX_BUFFER_CHUNKS:
+        raise FormatError(f"{where(root, source)} nchunksperloop={ncl} exceeds the limit of {MAX_BUFFER_CHUNKS}")
+    ranks = []
+    for r in children(root, "rank", source):
+        rid = attr_int(r, "id", source)
+        if rid != len(ranks):
+            raise FormatError(f"{where(r, source)} id={rid}, expected {len(ranks)} (ranks in id order)")
+        steps, expect_sync = [], None
+        for el in r:
+            if not isinstance(el.tag, str):
+                continue
+            if el.tag == "step":
+                if expect_sync is not None:
+                    raise FormatError(f"{where(el, source)} step {len(steps)} follows step {expect_sync} "
+                                      f"without <sync after=\"{expect_sync}\"/>")
+                sid = attr_int(el, "id", source)
+                if sid != len(steps):
+                    raise FormatError(f"{where(el, source)} id={sid}, expected {len(steps)} (steps in order)")
+                ops = []
+                for o in el:
+                    if not isinstance(o.tag, str):
+                        continue
+                    if o.tag not in OP_KINDS:
+                        raise FormatError(f"{where(o, source)} is not an operation (copy, send, recv)")
+                    ops.append(_op(o, source))
+                steps.append(tuple(ops))
+                expect_sync = sid
+            elif el.tag == "sync":
+                after = attr_int(el, "after", source)
+                if after != expect_sync:
+                    raise FormatError(f"{where(el, source)} after={after} does not follow step {after}")
+                expect_sync = None
+            else:
+                raise FormatError(f"{where(el, source)} is not allowed inside <rank>")
+        if expect_sync is not None:
+            raise FormatError(f"{where(r, source)} {rid}: step {expect_sync} has no <sync after=\"{expect_sync}\"/>")
+        if len(steps) != nsteps:
+            raise FormatError(f"{where(r, source)} {rid} lists {len(steps)} steps, nsteps={nsteps}")
+        s_chunks = attr_int(r, "s_chunks", source, 0)
+        if s_chunks > MAX_BUFFER_CHUNKS:
+            raise FormatError(f"{where(r, source)} s_chunks={s_chunks} exceeds the limit of {MAX_BUFFER_CHUNKS}")
+        ranks.append(OnecclRank(rid, attr_int(r, "i_chunks", source), attr_int(r, "o_chunks", source),
+                                s_chunks, tuple(steps)))
+    if len(ranks) != nranks:
+        raise FormatError(f"{source}: {len(ranks)} <rank> elements, nranks={nranks}")
+    return OnecclProgram(attr_str(root, "name", source, ""), nranks, cps, nsteps, tuple(ranks),
+                         attr_lp_time(root, source))
+
+
+# ------------------------------------------------------------------ writing
+
+
+def oneccl_to_xml(program: OnecclProgram) -> bytes:
+    """Serialise ``program`` per docs/formats.md (deterministic bytes)."""
+    p = program
+    root = element(None, ROOT, [
+        ("name", p.name), ("coll", "alltoall"), ("nranks", p.nranks),
+        ("chunks_per_shard", p.chunks_per_shard), ("nchunksperloop", p.nranks * p.chunks_per_shard),
+        ("nsteps", p.nsteps),
+    ] + ([("lp_time", repr(float(p.lp_time)))] if p.lp_time is not None else []))
+    for r in p.ranks:
+        re_ = element(root, "rank", [("id", r.id), ("i_chunks", r.i_chunks),
+                                     ("o_chunks", r.o_chunks), ("s_chunks", r.s_chunks)])
+        for t, ops in enumerate(r.steps):
+            se = element(re_, "step", [("id", t)])
+            for o in ops:
+                if o.kind == "copy":
+                    element(se, "copy", [("srcbuf", o.srcbuf), ("srcoff", o.srcoff),
+                                         ("dstbuf", o.dstbuf), ("dstoff", o.dstoff), ("cnt", o.cnt)])
+                elif o.kind == "send":
+                    element(se, "send", [("peer", o.peer), ("buf", o.srcbuf), ("off", o.srcoff), ("cnt", o.cnt)])
+                else:
+                    element(se, "recv", [("peer", o.peer), ("buf", o.dstbuf), ("off", o.dstoff), ("cnt", o.cnt)])
+            element(re_, "sync", [("after", t)])
+    return serialize(root)
