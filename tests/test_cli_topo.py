@@ -35,7 +35,7 @@ def test_json_router_topology(capsys):
 
 
 def test_json_slimfly_19(capsys):
-    rc, out, _ = run(capsys, "slimfly:19", "--json")
+    rc, out, _ = run(capsys, "slimfly:19,p=0", "--json")
     d = json.loads(out)
     assert rc == 0 and (d["hosts"], d["links"], d["degree_max"], d["diameter"]) == (722, 2 * 10469, 29, 2)
     assert round(d["mean_distance"], 4) == 1.9598
@@ -43,11 +43,14 @@ def test_json_slimfly_19(capsys):
 
 
 def test_human_summary(capsys):
-    rc, out, _ = run(capsys, "slimfly:5")
+    rc, out, _ = run(capsys, "slimfly:5,p=0")
     assert rc == 0
     assert "50 hosts, 0 switches" in out and "350 links (175 cables)" in out
     assert "diameter 2, mean 1.8571" in out
     assert "note       collapsed: routers are the hosts (p=0)" in out
+    rc, out, _ = run(capsys, "slimfly:5")
+    assert "200 hosts, 50 switches" in out and "750 links (375 cables)" in out
+    assert "note       4 host(s) per router" in out
     rc, out, _ = run(capsys, "genkautz:64,4")
     assert "arcs (directed)" in out and "thm 1" in out
 

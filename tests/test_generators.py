@@ -123,7 +123,7 @@ SLIMFLY_TABLE = [(5, 50, 7, 175, 1.8571), (7, 98, 11, 539, 1.8866), (11, 242, 17
 
 @pytest.mark.parametrize("q,nr,k,cables,mean", SLIMFLY_TABLE)
 def test_slimfly_table(q, nr, k, cables, mean):
-    t = from_spec(f"slimfly:{q}")
+    t = from_spec(f"slimfly:{q},p=0")
     assert (t.n_hosts, t.n_switches, t.n_links) == (nr, 0, 2 * cables)
     assert set(t.out_degree()) == {k}
     s = distance_stats(t)
@@ -132,7 +132,7 @@ def test_slimfly_table(q, nr, k, cables, mean):
 
 
 def test_slimfly_5_is_hoffman_singleton():
-    g = undirected(from_spec("slimfly:5"))
+    g = undirected(from_spec("slimfly:5,p=0"))
     assert g.number_of_nodes() == 50 and set(dict(g.degree()).values()) == {7}
     assert nx.diameter(g) == 2 and nx.girth(g) == 5
     assert nx.is_isomorphic(g, nx.hoffman_singleton_graph())
@@ -141,10 +141,24 @@ def test_slimfly_5_is_hoffman_singleton():
 @pytest.mark.parametrize("q,delta", [(3, -1), (4, 0), (8, 0), (9, 1), (13, 1), (16, 0)])
 def test_slimfly_every_delta_and_non_prime_q(q, delta):
     assert q - 4 * round(q / 4) == delta
-    t = from_spec(f"slimfly:{q}")
+    t = from_spec(f"slimfly:{q},p=0")
     assert t.n_hosts == 2 * q * q
     assert set(t.out_degree()) == {(3 * q - delta) // 2}
     assert distance_stats(t).diameter == 2
+
+
+@pytest.mark.parametrize("spec,hosts,routers,p", [
+    ("slimfly:5", 200, 50, 4), ("slimfly:7", 588, 98, 6), ("slimfly:3", 54, 18, 3), ("slimfly:19", 10830, 722, 15),
+    ("slimfly:5,p=0", 50, 0, 0), ("slimfly:5,p=2", 100, 50, 2),
+])
+def test_slimfly_default_concentration(spec, hosts, routers, p):
+    """Besta & Hoefler §II-B2: p = ceil(k'/2) hosts per router by default; p=0 keeps routers as hosts."""
+    t = from_spec(spec)
+    assert (t.n_hosts, t.n_switches) == (hosts, routers)
+    assert t.spec == spec
+    if p:
+        assert t.notes[0].startswith(f"{p} host(s) per router")
+    assert from_spec(spec.split(",")[0] + f",p={p}").spec == spec  # the default p is left out of the spec
 
 
 def test_slimfly_hosts_on_routers():
@@ -265,6 +279,7 @@ def test_var_ary_tree_def2():
     ("mesh:3", "unknown topology family 'mesh'"),
     ("complete:100000", "complete:100000: parameter N must be >= 2 with N*(N-1) <= 20000000"),
     ("slimfly:19,p=200", "parameter p must be >= 0 with 2q^2*max(p,1) <= 100000"),
+    ("slimfly:41", "slimfly:41: parameter p (default ceil(k'/2) = 31) gives 104222 hosts > 100000; pass a smaller p=P"),
 ])
 def test_bad_specs(spec, message):
     with pytest.raises(SpecError) as exc:

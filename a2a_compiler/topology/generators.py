@@ -151,7 +151,7 @@ def _hosts_on_routers(spec: str, n_routers: int, router_pairs, p: int, router_na
 
 
 # ---------------------------------------------------------------- Slim Fly
-def slimfly(q: int, p: int = 0) -> Topology:
+def slimfly(q: int, p: int | None = None) -> Topology:
     """Slim Fly / MMS(q) (Besta & Hoefler 2014 §II-B), over real GF(q) arithmetic.
 
     q = 4w + δ is a prime power, δ in {-1, 0, 1}; ξ is a primitive element of
@@ -159,15 +159,21 @@ def slimfly(q: int, p: int = 0) -> Topology:
     ``q^2 + m*q + c``; (0,x,y) ~ (0,x,y') iff y - y' ∈ X, (1,m,c) ~ (1,m,c') iff
     c - c' ∈ X', and (0,x,y) ~ (1,m,c) iff y = m*x + c, with the generator sets X,
     X' of topologies.md.  The result is k'-regular with k' = (3q - δ)/2, diameter 2,
-    on 2q^2 routers.  ``p`` hosts hang off each router (p = 0: routers are hosts;
-    full global bandwidth needs p = ceil(k'/2)).
+    on 2q^2 routers.  ``p`` hosts hang off each router; the default is the
+    paper's full-global-bandwidth concentration p = ceil(k'/2) (§II-B2), so
+    slimfly:5 has 50 routers and 200 hosts.  ``p = 0`` keeps the routers as hosts.
     """
-    spec = f"slimfly:{q}" + (f",p={p}" if p else "")
     _require(3 <= q <= 128 and prime_power(q) is not None and q % 4 != 2, "q",
-             f"must be a prime power q = 4w + δ with δ in {{-1, 0, 1}}, 3 <= q <= 128, got {q}", spec)
+             f"must be a prime power q = 4w + δ with δ in {{-1, 0, 1}}, 3 <= q <= 128, got {q}", f"slimfly:{q}")
+    w, delta = (q + 1) // 4, q - 4 * ((q + 1) // 4)
+    full = -(-(3 * q - delta) // 4)  # ceil(k'/2), k' = (3q - δ)/2
+    spec = f"slimfly:{q}" + ("" if p is None or p == full else f",p={p}")
+    if p is None:
+        p = full
+        _require(2 * q * q * p <= MAX_NODES, "p", f"(default ceil(k'/2) = {p}) gives {2 * q * q * p} hosts > {MAX_NODES}; "
+                 "pass a smaller p=P (p=0: routers are hosts)", spec)
     _require(0 <= p and 2 * q * q * max(p, 1) <= MAX_NODES, "p", f"must be >= 0 with 2q^2*max(p,1) <= {MAX_NODES}", spec)
     F = field(q)
-    w, delta = (q + 1) // 4, q - 4 * ((q + 1) // 4)
     if delta == 1:
         xs, xps = range(0, q - 2, 2), range(1, q - 1, 2)
     elif delta == 0:
