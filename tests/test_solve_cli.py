@@ -119,3 +119,14 @@ def test_json_stdout_is_pure_json_in_a_real_process():
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["concurrent_flow"] == pytest.approx(0.25, rel=1e-7)
     assert "HiGHS" not in r.stdout + r.stderr
+
+
+def test_solve_names_an_unknown_option():
+    from a2a_compiler.errors import A2AError
+    from a2a_compiler.solve import method_options, solve
+    from a2a_compiler.topology.spec import from_spec
+
+    assert method_options("mcf-extp") == ["base", "tol", "workers", "mpi", "progress", "solver", "child"]
+    with pytest.raises(A2AError, match=r"^pmcf does not take option 'path'; it takes paths, max_paths, solver, "
+                                       r"progress$"):
+        solve(from_spec("ring:4"), None, "pmcf", path="shortest")

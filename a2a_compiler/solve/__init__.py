@@ -18,6 +18,7 @@ base topology, a certified ``F`` and a dual upper bound.
 from __future__ import annotations
 
 import importlib
+import inspect
 
 from ..errors import A2AError
 from ..fabric import Fabric
@@ -34,17 +35,37 @@ METHODS = {
 }
 
 
-def solve(topology: Topology, fabric: Fabric | None = None, method: str = "mcf-decomp", **options) -> FlowSolution:
-    """Solve the all-to-all flow problem on ``topology`` under ``fabric`` with ``method``.
-
-    ``options`` go to the method's function (e.g. ``solver=``, ``workers=``,
-    ``paths=``, ``progress=``); see each module.
-    """
+def method_function(method: str):
+    """The solver function of ``method`` (imported on first use)."""
     if method not in METHODS:
         raise A2AError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     module, name = METHODS[method]
-    func = getattr(importlib.import_module(f".{module}", __package__), name)
+    return getattr(importlib.import_module(f".{module}", __package__), name)
+
+
+def method_options(method: str) -> list[str]:
+    """The keyword options ``method`` accepts (mcf-extp: also those of its ``base`` solvers)."""
+    params = inspect.signature(method_function(method)).parameters.values()
+    names = [p.name for p in params if p.kind is p.KEYWORD_ONLY]
+    if any(p.kind is p.VAR_KEYWORD for p in params):  # mcf-extp passes the rest to its base solver
+        names += [o for base in ("mcf", "mcf-decomp") for o in method_options(base)]
+    return list(dict.fromkeys(names))
+
+
+def solve(topology: Topology, fabric: Fabric | None = None, method: str = "mcf-decomp", **options) -> FlowSolution:
+    """Solve the all-to-all flow problem on ``topology`` under ``fabric`` with ``method`` (Basu et al. §3).
+
+    ``options`` go to the method's function (e.g. ``solver=``, ``workers=``,
+    ``paths=``, ``progress=``; :func:`method_options` lists them); an option the
+    method does not take raises :class:`A2AError` naming it.
+    """
+    func = method_function(method)
+    allowed = method_options(method)
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise A2AError(f"{method} does not take option{'s' if len(unknown) > 1 else ''} "
+                       f"{', '.join(map(repr, unknown))}; it takes {', '.join(allowed)}")
     return func(topology, fabric or Fabric(), **options)
 
 
-__all__ = ["solve", "METHODS", "FlowSolution", "WeightedPath"]
+__all__ = ["solve", "method_options", "METHODS", "FlowSolution", "WeightedPath"]

@@ -106,6 +106,20 @@ class Routing:
         return out
 
 
+def solve_graph(topology: Topology, fabric):
+    """The prologue of every flow solver: the fabric (default: unlimited hosts), the graph the
+    LP runs on (:func:`a2a_compiler.fabric.augment`, Basu et al. §3.2.2 Fig. 2), checked
+    connected, and the commodities ``(s, d)``, ``s != d``, in ``s·N + d`` order."""
+    from ..fabric import Fabric, augment
+
+    fabric = fabric or Fabric()
+    aug = augment(topology, fabric)
+    check_connected(aug.topology)
+    nh = aug.topology.n_hosts
+    s, d = np.divmod(np.arange(nh * nh), nh)
+    return fabric, aug, s[s != d], d[s != d]
+
+
 def check_connected(topology: Topology) -> None:
     """Raise unless every ordered host pair is joined by positive-capacity links."""
     if topology.n_hosts < 2:

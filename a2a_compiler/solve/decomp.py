@@ -25,9 +25,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import A2AError
-from ..fabric import Fabric, augment
+from ..fabric import Fabric
 from ..topology.model import Topology
-from .certificate import Routing, check_connected, decompose_commodities, decompose_flow, dual_upper_bound
+from .certificate import Routing, decompose_commodities, decompose_flow, dual_upper_bound, solve_graph
 from .lp import solve_lp
 from .mcf import DEFAULT_SOLVER, finish, flow_lp, pick_solver, solve_flow_lp
 from .result import FlowSolution
@@ -139,15 +139,10 @@ def mcf_decomp(topology: Topology, fabric: Fabric | None = None, *, solver: str 
         raise A2AError(f"unknown child mode {child!r}; choose one of {', '.join(CHILD_MODES)}")
     if workers < 1:
         raise A2AError(f"--workers must be >= 1, got {workers}")
-    fabric = fabric or Fabric()
-    aug = augment(topology, fabric)
+    fabric, aug, s, d = solve_graph(topology, fabric)
     g = aug.topology
-    check_connected(g)
-    nh = g.n_hosts
-    hosts = np.arange(nh)
-    s, d = np.divmod(np.arange(nh * nh), nh)
-    off = s != d
-    sinks = sp.coo_array((np.ones(int(off.sum())), (s[off], d[off])), shape=(nh, g.n_nodes))
+    hosts = np.arange(g.n_hosts)
+    sinks = sp.coo_array((np.ones(len(s)), (s, d)), shape=(g.n_hosts, g.n_nodes))
     U, flows, lengths, res, build = solve_flow_lp(g, hosts, sinks, solver=solver, progress=progress)
     t0 = time.perf_counter()
     ub = dual_upper_bound(g, lengths)

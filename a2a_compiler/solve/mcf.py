@@ -14,10 +14,10 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from ..fabric import Fabric, augment
+from ..fabric import Fabric
 from ..topology.model import Topology
-from .certificate import (Routing, certified_flow, check_connected, conservation_error, decompose_commodities,
-                          dual_upper_bound)
+from .certificate import (Routing, certified_flow, conservation_error, decompose_commodities,
+                          dual_upper_bound, solve_graph)
 from .lp import INF, solve_lp
 from .result import FlowSolution
 
@@ -144,13 +144,8 @@ def mcf(topology: Topology, fabric: Fabric | None = None, *, solver: str = DEFAU
     Each commodity's LP flow is cleaned by :func:`decompose_flow`, so the reported
     ``F`` is certified on the returned flows and ``upper_bound`` comes from the duals.
     """
-    fabric = fabric or Fabric()
-    aug = augment(topology, fabric)
+    fabric, aug, s, d = solve_graph(topology, fabric)
     g = aug.topology
-    check_connected(g)
-    N = g.n_hosts
-    s, d = np.divmod(np.arange(N * N), N)
-    s, d = s[s != d], d[s != d]
     sinks = sp.coo_array((np.ones(len(s)), (np.arange(len(s)), d)), shape=(len(s), g.n_nodes))
     U, flows, lengths, res, build = solve_flow_lp(g, s, sinks, solver=solver, progress=progress)
     t0 = time.perf_counter()

@@ -15,9 +15,9 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from ..fabric import Fabric, augment
+from ..fabric import Fabric
 from ..topology.model import Topology
-from .certificate import Routing, check_connected, dual_upper_bound
+from .certificate import Routing, dual_upper_bound, solve_graph
 from .lp import INF, solve_lp
 from .mcf import DEFAULT_SOLVER, finish, pick_solver
 from .paths import DEFAULT_MAX_PATHS, candidate_paths, route_links
@@ -39,10 +39,8 @@ def path_lp(routing: Routing, topology: Topology, n_commodities: int):
 def pmcf(topology: Topology, fabric: Fabric | None = None, *, paths: str = "disjoint",
          max_paths: int = DEFAULT_MAX_PATHS, solver: str = DEFAULT_SOLVER, progress=None) -> FlowSolution:
     """Optimal weights on a candidate path set: ``paths`` is ``disjoint``, ``shortest`` or ``ksp:K``."""
-    fabric = fabric or Fabric()
-    aug = augment(topology, fabric)
+    fabric, aug, _, _ = solve_graph(topology, fabric)
     g = aug.topology
-    check_connected(g)
     nh = g.n_hosts
     t0 = time.perf_counter()
     sets = candidate_paths(topology, paths, max_paths)
