@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..chunk.ir import LinkSchedule
+from ..chunk.ir import LinkSchedule, validate
 from ..errors import A2AError
 
 _BUF_ORDER = {"i": 0, "o": 1, "s": 2}
@@ -76,33 +76,25 @@ def _split(n: int, max_cnt: int | None):
 def place(schedule: LinkSchedule, *, lanes: int = 1, instances: int = 1, max_cnt: int | None = None) -> Placement:
     """Assign buffers to every chunk move of ``schedule``; see the module docstring.
 
-    Raises :class:`A2AError` when the schedule is not a valid all-to-all link
-    schedule: a transfer off the schedule's links, a chunk sent by a rank that
-    does not hold it, a chunk delivered twice or never.
+    The schedule's invariants are checked first (:func:`a2a_compiler.chunk.ir.validate`:
+    real links, a chunk sent only by its holder, delivered exactly once), so an
+    invalid schedule raises :class:`~a2a_compiler.errors.FormatError`.
     """
-    n, c = schedule.n_ranks, schedule.chunks_per_shard
     if lanes < 1 or instances < 1:
         raise A2AError("channels and instances must be at least 1")
+    validate(schedule)
+    n, c = schedule.n_ranks, schedule.chunks_per_shard
     ci = c * instances
-    links = {(int(u), int(v)) for u, v, _ in schedule.links}
     # loc[r][unit] = (buf, off, id of the run whose receive wrote it, or -1); unit = (s, d, j·C+k)
     loc = [{(r, d, k): ("i", d * ci + k, -1) for d in range(n) if d != r for k in range(ci)} for r in range(n)]
-    delivered: set = set()
     scratch = [0] * n
     runs: list[Run] = []
     for t, transfers in enumerate(schedule.steps):
         arrived = []
         for tr in sorted(transfers, key=lambda x: (x.src, x.dst)):
             u, v = tr.src, tr.dst
-            if (u, v) not in links or not (0 <= u < n and 0 <= v < n):
-                raise A2AError(f"step {t}: transfer {u}->{v} is not a link between ranks of the schedule")
             chunks = [tuple(ch) for ch in tr.chunks]
-            if len(set(chunks)) != len(chunks):
-                raise A2AError(f"step {t}: transfer {u}->{v} lists a chunk twice")
             held = loc[u]
-            for ch in chunks:
-                if ch not in held:
-                    raise A2AError(f"step {t}: rank {u} sends chunk {ch} it does not hold")
             for j in range(instances):
                 units = sorted(((s, d, j * c + k) for s, d, k in chunks),
                                key=lambda x: (_BUF_ORDER[held[x][0]], held[x][1]))
@@ -111,24 +103,18 @@ def place(schedule: LinkSchedule, *, lanes: int = 1, instances: int = 1, max_cnt
                     block = units[part * nb // lanes:(part + 1) * nb // lanes]
                     if block:
                         lane = j * lanes + (part + t) % lanes
-                        _cut(block, held, runs, arrived, delivered, scratch, t, lane, u, v, ci, max_cnt)
+                        _cut(block, held, runs, arrived, scratch, t, lane, u, v, ci, max_cnt)
         for v, x, where in arrived:
             loc[v][x] = where
-    missing = [(s, d, k) for s in range(n) for d in range(n) if s != d for k in range(c) if (s, d, k) not in delivered]
-    if missing:
-        raise A2AError(f"the schedule never delivers {len(missing)} chunk(s), e.g. (origin, dest, index) = {missing[0]}")
     copies = tuple(Copy(r, r * ci + a, m) for r in range(n) for a, m in _split(ci, max_cnt))
     return Placement(n, ci, lanes * instances, tuple(runs), copies, tuple(scratch))
 
 
-def _cut(block, held, runs, arrived, delivered, scratch, t, lane, u, v, ci, max_cnt) -> None:
+def _cut(block, held, runs, arrived, scratch, t, lane, u, v, ci, max_cnt) -> None:
     """Give ``block``'s chunks receiver slots and cut it into contiguous :class:`Run` s."""
     targets = []
     for x in block:
         if v == x[1]:
-            if x in delivered:
-                raise A2AError(f"step {t}: chunk {x} delivered to rank {v} twice")
-            delivered.add(x)
             targets.append(("o", x[0] * ci + x[2]))
         else:
             targets.append(("s", scratch[v]))
