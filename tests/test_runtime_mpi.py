@@ -107,8 +107,8 @@ def test_mismatched_message_sizes_fail_with_one_message(tmp_path):
     p = mpirun(8, "-m", "runtimes.mpi", str(bad), timeout=60)
     assert p.returncode == 2
     assert p.stderr.count("error:") == 1
-    assert ("python -m runtimes.mpi: error: MSCCL channel 0: send #0 from rank 0 to rank 1 carries 3 chunk(s) "
-            "but the matching receive expects 2") in p.stderr
+    assert ("python -m runtimes.mpi: error: MSCCL algo 'runtime-relay-8': gpu 0 tb 1 step 0 sends cnt=3 but its "
+            "matching receive, gpu 1 tb 8 step 0 (message 0 on channel 0), has cnt=2") in p.stderr
 
 
 def test_deadlocking_schedule_is_aborted_by_the_watchdog():

@@ -8,7 +8,7 @@ import pytest
 from a2a_compiler.errors import FormatError
 from a2a_compiler.formats.msccl import msccl_to_xml, parse_msccl
 from a2a_compiler.verify import verify_bytes
-from a2a_compiler.verify.msccl_rules import check_attributes, check_lexical
+from a2a_compiler.formats.msccl_rules import check_attributes, check_lexical
 from a2a_compiler.formats.xmlutil import parse_xml
 
 DATA = Path(__file__).resolve().parent / "data"

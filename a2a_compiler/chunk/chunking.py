@@ -25,6 +25,7 @@ import numpy as np
 from ..errors import A2AError
 from ..solve.result import FlowSolution
 from ..topology.model import Topology
+from .cost import CostModel
 from .ir import LinkSchedule, PathSchedule, Route, Transfer
 
 #: ``C`` values tried (those <= max_chunks, plus max_chunks itself).
@@ -55,40 +56,32 @@ def largest_remainder(weights: np.ndarray, C: int) -> np.ndarray:
 # ------------------------------------------------------------- load model
 @dataclass(frozen=True, eq=False)
 class _Resources:
-    """Capacitated resources grouped into steps: the predicted time is
-    ``Σ_group max_{r in group} count_r / (C·cap_r)``.  Group ``g`` owns the
-    contiguous block ``[g*width, (g+1)*width)``."""
+    """The cost model's resources (:class:`~a2a_compiler.chunk.cost.CostModel`) repeated once
+    per step: the predicted time is ``Σ_group max_{r in group} count_r / (C·cap_r)``.
+    Group ``g`` owns the contiguous block ``[g*width, (g+1)*width)``."""
 
     cap: np.ndarray
     width: int
     n_groups: int
 
 
-def _resources(topology: Topology, fabric, n_groups: int) -> _Resources:
-    """Per group: links, then (if host_bw is set) host-in and host-out of every host."""
-    nh = topology.n_hosts
-    hc = fabric.host_capacity if fabric.host_bw is not None else np.inf
-    block = np.concatenate([topology.capacity, np.full(2 * nh, hc)])
-    return _Resources(np.tile(block, n_groups), len(block), n_groups)
-
-
-def _hop_resources(topology: Topology, fabric, group: int, u: int, v: int, e: int, origin: int, dest: int,
-                   width: int) -> list[int]:
-    """Resources one chunk uses when it crosses link ``e = u->v`` in ``group``."""
-    base, E, nh = group * width, topology.n_links, topology.n_hosts
-    out = [base + e]
-    if fabric.host_bw is not None:
-        if fabric.forwarding == "host":
-            if v < nh:
-                out.append(base + E + v)
-            if u < nh:
-                out.append(base + E + nh + u)
-        else:
-            if v == dest:
-                out.append(base + E + v)
-            if u == origin:
-                out.append(base + E + nh + u)
-    return out
+def _candidate_resources(model: CostModel, n_groups: int, cands: dict, hops_of) -> tuple[_Resources, list]:
+    """Resources of every candidate path: ``hops_of(nodes)`` lists its hops as ``(group, u, v)``."""
+    width = model.width
+    rows = []  # (path number, group, u, v, origin, dest)
+    for i, ((s, d), plist) in enumerate([(sd, p) for sd, plist in cands.items() for p in plist]):
+        rows += [(i, g, u, v, s, d) for g, u, v in hops_of(plist[1])]
+    path, group, u, v, o, d = np.array(rows, dtype=np.int64).reshape(-1, 6).T
+    hop, res = model.hop_resources(model.link_index(u, v), u, v, o, d)
+    order = np.lexsort((hop, path[hop]))
+    owner, ids = path[hop][order], (group[hop] * width + res)[order]
+    flat = np.split(ids, np.flatnonzero(np.diff(owner)) + 1) if len(owner) else []
+    n_paths = [len(plist) for plist in cands.values()]
+    paths, k = [], 0
+    for m in n_paths:
+        paths.append(flat[k:k + m])
+        k += m
+    return _Resources(np.tile(model.capacity, n_groups), width, n_groups), paths
 
 
 @dataclass(eq=False)
@@ -247,13 +240,9 @@ def time_paths(topology: Topology, solution: FlowSolution) -> dict[tuple[int, in
 def _link_paths(topology, solution, cands) -> tuple[_Resources, list[list[np.ndarray]]]:
     """Resources of every candidate time path (one group per step)."""
     L = solution.n_steps
-    res = _resources(topology, solution.fabric, L)
-    paths = [[np.array([r for t in range(L) if nodes[t] != nodes[t + 1]
-                        for r in _hop_resources(topology, solution.fabric, t, nodes[t], nodes[t + 1],
-                                                topology.link_index(nodes[t], nodes[t + 1]), s, d, res.width)],
-                       dtype=np.int64) for _, nodes in plist]
-             for (s, d), plist in cands.items()]
-    return res, paths
+    return _candidate_resources(CostModel.from_topology(topology, solution.fabric), L, cands,
+                                lambda nodes: [(t, nodes[t], nodes[t + 1]) for t in range(L)
+                                               if nodes[t] != nodes[t + 1]])
 
 
 def _link_schedule(topology, solution, C, cands, counts) -> LinkSchedule:
@@ -311,11 +300,8 @@ def chunk_path_schedule(topology: Topology, solution: FlowSolution, *, max_chunk
             cands.setdefault((p.src, p.dst), []).append((p.weight, tuple(p.nodes)))
     cands = dict(sorted(cands.items()))
     _check_covered(topology.n_hosts, cands, solution.method)
-    res = _resources(topology, solution.fabric, 1)
-    paths = [[np.array([r for u, v in zip(nodes, nodes[1:])
-                        for r in _hop_resources(topology, solution.fabric, 0, u, v, topology.link_index(u, v),
-                                                s, d, res.width)], dtype=np.int64) for _, nodes in plist]
-             for (s, d), plist in cands.items()]
+    res, paths = _candidate_resources(CostModel.from_topology(topology, solution.fabric), 1, cands,
+                                      lambda nodes: [(0, u, v) for u, v in zip(nodes, nodes[1:])])
     C, counts = choose_chunks(res, paths, cands, solution.a2a_time, max_chunks, chunks, progress)
     routes = []
     for ((s, d), plist), n in zip(cands.items(), counts):

@@ -32,6 +32,7 @@ import numpy as np
 
 from ..errors import A2AError, FormatError
 from ..fabric import Fabric
+from .cost import CostModel, stepped_time
 
 Chunk = tuple[int, int, int]  # (origin, destination, index)
 
@@ -198,66 +199,36 @@ def _validate_path(sch: PathSchedule, links: set) -> None:
 
 
 # ------------------------------------------------------------------ cost model
-def _host_terms(fabric: Fabric) -> float | None:
-    return None if fabric.host_bw is None else fabric.host_capacity
+def cost_model(schedule: Schedule):
+    """The :class:`~a2a_compiler.chunk.cost.CostModel` of ``schedule``'s links and fabric."""
+    return CostModel.from_links(schedule.links, schedule.n_ranks, schedule.fabric)
+
+
+def step_loads(schedule: Schedule) -> np.ndarray:
+    """Chunks per resource of the cost model (links, host ingress, host egress) in each step.
+
+    A link schedule has one row per time step; a path schedule one row (every
+    route carries its chunks at once).
+    """
+    model = cost_model(schedule)
+    if isinstance(schedule, LinkSchedule):
+        hops = [(t, tr.src, tr.dst, o, d) for t, step in enumerate(schedule.steps) for tr in step
+                for o, d, _ in tr.chunks]
+        t, u, v, o, d = np.array(hops, dtype=np.int64).reshape(-1, 5).T
+        return model.step_loads(t, model.link_index(u, v), u, v, o, d, len(schedule.steps))
+    hops = [(a, b, r.src, r.dst, len(r.chunks)) for r in schedule.routes for a, b in zip(r.nodes, r.nodes[1:])]
+    u, v, o, d, k = np.array(hops, dtype=np.int64).reshape(-1, 5).T
+    return model.step_loads(np.zeros(len(u)), model.link_index(u, v), u, v, o, d, 1, counts=k)
 
 
 def predicted_time(schedule: Schedule) -> float:
-    """All-to-all time of the chunked schedule in link-times (unit shards).
-
-    Link schedule: ``Σ_t max(max_e n_{t,e}/(C·cap_e), host terms)`` where the
-    host terms (when ``fabric.host_bw`` is set, ``hc = host_capacity``) are, per
-    step and node, ``in_t(v)/(C·hc)`` and ``out_t(v)/(C·hc)``: all chunks
-    received / sent over links with host forwarding; only chunks sunk at their
-    destination / sent by their origin with NIC forwarding.
-    Path schedule: the same with one "step" — every route carries its chunks at
-    once, ``max_e load_e/cap_e`` over links (and hosts).
-    """
-    C = schedule.chunks_per_shard
-    lk = np.array([(u, v) for u, v, _ in schedule.links], dtype=np.int64).reshape(-1, 2)
-    cap = np.array([c for _, _, c in schedule.links], dtype=float)
-    n_nodes = schedule.n_ranks if isinstance(schedule, LinkSchedule) else schedule.n_nodes
-    index = {(int(u), int(v)): e for e, (u, v) in enumerate(lk)}
-    hc = _host_terms(schedule.fabric)
-    nic = schedule.fabric.forwarding == "nic"
-    n = schedule.n_ranks
-
-    def step_time(link_count, sourced, sunk):
-        t = float(np.max(link_count / (C * cap))) if len(cap) else 0.0
-        if hc is not None:
-            if nic:
-                node_in, node_out = sunk, sourced
-            else:
-                node_in = np.bincount(lk[:, 1], weights=link_count, minlength=n_nodes)[:n]
-                node_out = np.bincount(lk[:, 0], weights=link_count, minlength=n_nodes)[:n]
-            t = max(t, float(max(node_in.max(), node_out.max())) / (C * hc))
-        return t
-
-    if isinstance(schedule, LinkSchedule):
-        total = 0.0
-        for step in schedule.steps:
-            count = np.zeros(len(cap))
-            sourced, sunk = np.zeros(n), np.zeros(n)
-            for tr in step:
-                count[index[(tr.src, tr.dst)]] += len(tr.chunks)
-                for o, d, _ in tr.chunks:
-                    sourced[tr.src] += o == tr.src
-                    sunk[tr.dst] += d == tr.dst
-            total += step_time(count, sourced, sunk)
-        return total
-    count = np.zeros(len(cap))
-    sourced, sunk = np.zeros(n), np.zeros(n)
-    for r in schedule.routes:
-        k = len(r.chunks)
-        for u, v in zip(r.nodes, r.nodes[1:]):
-            count[index[(u, v)]] += k
-        sourced[r.src] += k
-        sunk[r.dst] += k
-    return step_time(count, sourced, sunk)
+    """All-to-all time of the chunked schedule in link-times (unit shards): the stepped
+    execution of :mod:`a2a_compiler.chunk.cost`, ``Σ_t max_r load_{t,r} / (C·cap_r)``."""
+    return stepped_time(step_loads(schedule), cost_model(schedule).capacity, schedule.chunks_per_shard)[0]
 
 
 def fidelity(schedule: Schedule) -> float:
-    """``lp_time / predicted_time`` (<= 1; 1 means chunking lost nothing)."""
+    """``lp_time / predicted_time`` (<= 1 when ``lp_time`` is a certified bound; 1 means chunking lost nothing)."""
     t = predicted_time(schedule)
     return 0.0 if t <= 0 else schedule.lp_time / t
 

@@ -5,7 +5,7 @@ The writer emits exactly what the executor's hand-written tokenizer accepts
 indentation, one line per tag, double quotes, attributes in the executor's
 order.  The reader is tolerant so that files written by other tools
 (msccl-tools' ``ncclize``/``ir_to_xml``) load; the strict executor rules live in
-:mod:`a2a_compiler.verify.msccl_rules`.
+:mod:`a2a_compiler.formats.msccl_rules`.
 """
 
 from __future__ import annotations
@@ -22,15 +22,6 @@ GPU_ATTRS = ("id", "i_chunks", "o_chunks", "s_chunks")
 TB_ATTRS = ("id", "send", "recv", "chan")
 PROTOS = ("Simple", "LL", "LL128")
 STEP_ATTRS = ("s", "type", "srcbuf", "srcoff", "dstbuf", "dstoff", "cnt", "depid", "deps", "hasdep")
-
-
-#: Executor limits (reference notes, msccl-executor-nccl): the lowering stays within them,
-#: the verifier and the runtime enforce them.
-MAX_STEPS_PER_TB = 64
-MAX_CNT = 71
-MAX_DEPID = 127
-MAX_OFFSET = 32767
-MAX_PEER_TBS_PER_CHANNEL = 32
 
 
 # ------------------------------------------------------------------ program
@@ -76,7 +67,7 @@ class MscclGpu:
 
 @dataclass(frozen=True)
 class MscclProgram:
-    """``<algo>``: attribute values as parsed; ``gpus`` in id order."""
+    """``<algo>``: attribute values as parsed; ``gpus`` sorted by id (files may list them in any order)."""
 
     name: str
     proto: str
@@ -141,6 +132,7 @@ def msccl_from_element(root, source: str) -> MscclProgram:
             s_chunks=attr_int(g, "s_chunks", source, 0),
             tbs=tuple(tbs),
         ))
+    gpus.sort(key=lambda g: g.id)
     inplace = attr_int(root, "inplace", source, 0)
     return MscclProgram(
         name=attr_str(root, "name", source, ""),

@@ -7,8 +7,8 @@ from dataclasses import replace
 
 from ..chunk.ir import LinkSchedule
 from ..errors import A2AError
-from ..formats.msccl import (MAX_CNT, MAX_DEPID, MAX_OFFSET, MAX_PEER_TBS_PER_CHANNEL, MAX_STEPS_PER_TB, PROTOS,
-                             MscclGpu, MscclProgram, MscclStep, MscclThreadBlock)
+from ..formats.msccl import PROTOS, MscclGpu, MscclProgram, MscclStep, MscclThreadBlock
+from ..formats.msccl_rules import MAX_CNT, MAX_DEPID, MAX_OFFSET, MAX_PEER_TBS_PER_CHANNEL, MAX_STEPS_PER_TB
 from . import program_name
 from .placement import Placement, place
 

@@ -6,7 +6,7 @@ collects the results in a :class:`Report`:
 =================== ================================================ =========================
 check               what                                              module
 =================== ================================================ =========================
-executor rules      MSCCL lexical form, attributes, ids, limits       :mod:`.msccl_rules`
+executor rules      MSCCL lexical form, attributes, ids, limits       :mod:`..formats.msccl_rules`
 data movement       symbolic execution: output = all-to-all transpose :mod:`.simulate`
 deadlock freedom    wait-for analysis with 8-slot FIFOs (MSCCL)       :mod:`.simulate`
 topology            every transfer / route hop is a real link         :mod:`.topology_check`
@@ -24,7 +24,8 @@ from ..files import read_bytes
 from ..formats import FORMATS, detect_format
 from ..formats.xmlutil import parse_xml
 from ..topology.model import Topology
-from . import msccl_rules, performance, simulate, topology_check
+from ..formats import msccl_rules
+from . import performance, simulate, topology_check
 
 CHECKS = ("executor rules", "data movement", "deadlock freedom", "topology")
 #: Most buffer chunks (input + output + scratch over all ranks) the symbolic execution allocates.
@@ -101,8 +102,10 @@ def verify_bytes(data: bytes, source: str = "<xml>", topology: Topology | None =
         rules = report.errors["executor rules"]
         rules += msccl_rules.check_lexical(data)
         rules += msccl_rules.check_attributes(root)
-        errs, report.warnings, sound = msccl_rules.check_rules(program)
-        rules += errs
+        findings = msccl_rules.check_rules(program)
+        rules += findings.errors
+        report.warnings += findings.warnings
+        sound = findings.sound
         tbs = sum(len(g.tbs) for g in program.gpus)
         steps = sum(len(t.steps) for g in program.gpus for t in g.tbs)
         report.summary = (f"{program.ngpus} gpus, {report.chunks_per_shard} chunk(s) per peer, "
@@ -118,7 +121,8 @@ def verify_bytes(data: bytes, source: str = "<xml>", topology: Topology | None =
         trace = simulate.simulate_msccl(program)
         for m in trace.errors:
             report.errors["deadlock freedom" if m.startswith("deadlock") else "data movement"].append(m)
-        perf = lambda: performance.dataflow_performance(trace.moves, trace.chunks_per_shard, fabric, caps)
+        perf = lambda: performance.dataflow_performance(trace.moves, trace.chunks_per_shard, fabric, caps,
+                                                         program.ngpus)
     elif fmt == "oneccl":
         report = Report(source, fmt, program.nranks, program.chunks_per_shard)
         report.skipped["executor rules"] = "MSCCL only"

@@ -1,146 +1,86 @@
 """Predicted all-to-all time of a lowered program (Basu et al. §2.1, §3.1.3), in link-times.
 
 A link-time is the time one shard takes over one link (the unit of the LP's
-``1/F``); a chunk is ``1/C`` of a shard.
+``1/F``); a chunk is ``1/C`` of a shard.  Every number comes from the one cost
+model, :mod:`a2a_compiler.chunk.cost`, applied to the messages the symbolic
+execution found (:class:`~a2a_compiler.verify.simulate.Move`):
 
-* oneCCL and MPI path programs are turned back into schedule IR and priced by
-  the IR cost model, :func:`a2a_compiler.chunk.predicted_time`: oneCCL steps
-  are the schedule's time steps (sum over steps of the busiest link or
-  host-NIC link); path programs run every route at once.
-* MSCCL programs have no global steps: the executor moves data as soon as it
-  arrives.  :func:`dataflow_performance` replays the verified messages as a
-  fluid dataflow sharing each directed link and, with a host bandwidth, each
-  host's egress and ingress.  No resource ever exceeds its capacity, so the
-  result is never below the LP optimum.
+* oneCCL programs: stepped execution, one step per oneCCL step (they sync);
+* MPI path programs: stepped execution in one step (every route at once);
+* MSCCL programs: dataflow execution (the executor has no global steps).
+
+``compile`` reports exactly these numbers for the file it writes
+(:func:`program_performance`), so compile and verify always agree.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..chunk import LinkSchedule, PathSchedule, Route, Transfer, predicted_time
+from ..chunk.cost import CostModel, Message, dataflow_time, stepped_time
 from ..fabric import Fabric
 
 
 @dataclass(frozen=True)
 class Performance:
+    """Predicted time and loads of a program."""
+
     predicted_time: float              # link-times
-    step_loads: tuple[float, ...]      # busiest link's load per step (shards / capacity)
+    step_loads: tuple[float, ...]      # busiest resource's time per step (MSCCL: one entry, the whole run)
     busiest: tuple[int, int]           # busiest link over the whole run
-    busiest_load: float                # its total load (a lower bound on any schedule's time)
+    busiest_load: float                # its total load in shards / capacity (a lower bound on any time)
 
 
-def _links(used, capacity):
-    if capacity is not None:
-        return tuple(sorted((u, v, c) for (u, v), c in capacity.items()))
-    return tuple(sorted((u, v, 1.0) for u, v in used))
+def _model(pairs, n_ranks: int, fabric: Fabric, capacity) -> CostModel:
+    """The program's links: the topology's (``capacity`` dict) or, without one, the used pairs at capacity 1."""
+    links = sorted((u, v, c) for (u, v), c in capacity.items()) if capacity is not None else \
+        sorted((u, v, 1.0) for u, v in pairs)
+    return CostModel.from_links(links, n_ranks, fabric)
 
 
-def _loads(steps, c, capacity):
-    per_step, total = [], defaultdict(float)
-    cap = (lambda e: 1.0) if capacity is None else capacity.__getitem__
-    for step in steps:
-        load = defaultdict(float)
-        for u, v, k in step:
-            load[(u, v)] += k / c
-            total[(u, v)] += k / c
-        per_step.append(max((x / cap(e) for e, x in load.items()), default=0.0))
-    if not total:
-        return tuple(per_step), (-1, -1), 0.0
-    busiest = min(total, key=lambda e: (-total[e] / cap(e), e))
-    return tuple(per_step), busiest, total[busiest] / cap(busiest)
+def _busiest(model: CostModel, loads: np.ndarray, c: int) -> tuple[tuple[int, int], float]:
+    """The link with the largest total load (shards / capacity), ties to the smallest (u, v)."""
+    total = loads[:, :model.n_links].sum(axis=0) / (c * model.cap) if len(loads) else np.zeros(model.n_links)
+    if not total.any():
+        return (-1, -1), 0.0
+    e = min(range(model.n_links), key=lambda i: (-total[i], int(model.src[i]), int(model.dst[i])))
+    return (int(model.src[e]), int(model.dst[e])), float(total[e])
+
+
+def _stepped(model: CostModel, hops, n_steps: int, c: int) -> Performance:
+    """``hops``: rows ``(step, u, v, origin, dest, chunks)``."""
+    t, u, v, o, d, k = np.array(hops, dtype=np.int64).reshape(-1, 6).T
+    loads = model.step_loads(t, model.link_index(u, v), u, v, o, d, n_steps, counts=k)
+    total, per_step = stepped_time(loads, model.capacity, c)
+    return Performance(total, tuple(per_step.tolist()), *_busiest(model, loads, c))
 
 
 def stepped_performance(moves, n_ranks: int, chunks_per_shard: int, fabric: Fabric, capacity=None) -> Performance:
-    """The :class:`~a2a_compiler.verify.simulate.Move` s of a oneCCL program -> :class:`Performance`."""
-    by_step: dict[int, dict] = defaultdict(lambda: defaultdict(list))
-    for m in moves:
-        by_step[m.step][(m.src, m.dst)].extend(m.labels)
-    steps = tuple(tuple(Transfer(u, v, tuple(chs)) for (u, v), chs in sorted(by_step[t].items()))
-                  for t in sorted(by_step))
-    used = {(m.src, m.dst) for m in moves}
-    sched = LinkSchedule(n_ranks, chunks_per_shard, steps, _links(used, capacity), "", fabric, "", 0.0)
-    loads = _loads([[(tr.src, tr.dst, len(tr.chunks)) for tr in s] for s in steps], chunks_per_shard, capacity)
-    return Performance(predicted_time(sched), *loads)
+    """A oneCCL program's moves (``step`` set) -> stepped :class:`Performance`."""
+    steps = sorted({m.step for m in moves})
+    index = {t: i for i, t in enumerate(steps)}
+    hops = [(index[m.step], m.src, m.dst, o, d, 1) for m in moves for o, d, _ in m.labels]
+    model = _model({(m.src, m.dst) for m in moves}, n_ranks, fabric, capacity)
+    return _stepped(model, hops, len(steps), chunks_per_shard)
 
 
 def routed_performance(program, fabric: Fabric, capacity=None) -> Performance:
-    """An MPI path program -> :class:`Performance` (all routes concurrent)."""
-    routes = tuple(Route(s.src, s.dst, s.nodes, s.route_id, s.chunks, s.layer) for s in program.sends)
-    hops = [(u, v, len(s.chunks)) for s in program.sends for u, v in zip(s.nodes, s.nodes[1:])]
-    sched = PathSchedule(program.nranks, program.chunks_per_shard, routes,
-                         _links({(u, v) for u, v, _ in hops}, capacity), program.nnodes, "", fabric, "", 0.0)
-    return Performance(predicted_time(sched), *_loads([hops], program.chunks_per_shard, capacity))
+    """An MPI path program -> :class:`Performance` (one step: all routes concurrent)."""
+    hops = [(0, u, v, s.src, s.dst, len(s.chunks)) for s in program.sends for u, v in zip(s.nodes, s.nodes[1:])]
+    model = _model({(h[1], h[2]) for h in hops}, program.nranks, fabric, capacity)
+    return _stepped(model, hops, 1, program.chunks_per_shard)
 
 
-def dataflow_performance(moves, chunks_per_shard: int, fabric: Fabric, capacity=None) -> Performance:
-    """The :class:`~a2a_compiler.verify.simulate.Move` s of an MSCCL program -> :class:`Performance`.
-
-    Fluid dataflow: a message starts once the messages it follows (its data's
-    arrivals, its connection's previous message) are done, and runs at its
-    link's speed scaled down by the most overloaded resource it uses — each
-    directed link and, with a host bandwidth, the sending host's egress and the
-    receiving host's ingress (all hops under host forwarding; only sourced /
-    sunk chunks under NIC forwarding).  ``step_loads`` holds one entry: the
-    busiest link's total load.
-    """
-    c = chunks_per_shard
-    cap = (lambda e: 1.0) if capacity is None else capacity.__getitem__
-    hc = None if fabric.host_bw is None else fabric.host_capacity
-    nic = fabric.forwarding == "nic"
-    m_count = len(moves)
-    if not m_count:
-        return Performance(0.0, (), (-1, -1), 0.0)
-    resources: dict = {}
-    res = np.full((m_count, 3), -1, dtype=np.int64)
-    weight = np.zeros((m_count, 3))
-    speed = np.empty(m_count)      # shards per link-time when unshared
-    volume = np.empty(m_count)     # shards
-    total: dict = defaultdict(float)
-    for i, m in enumerate(moves):
-        k = len(m.labels)
-        link = (m.src, m.dst)
-        volume[i], speed[i] = k / c, cap(link)
-        total[link] += k / c
-        uses = [(link, cap(link), 1.0)]
-        if hc is not None and k:
-            k_out = sum(lab[0] == m.src for lab in m.labels) if nic else k
-            k_in = sum(lab[1] == m.dst for lab in m.labels) if nic else k
-            uses += [(("out", m.src), hc, k_out / k), (("in", m.dst), hc, k_in / k)]
-        for j, (key, capacity_r, w) in enumerate(uses):
-            res[i, j] = resources.setdefault(key, (len(resources), capacity_r))[0]
-            weight[i, j] = w
-    res_cap = np.array([cr for _, cr in sorted(resources.values())])
-    waiting = np.array([len(m.after) for m in moves])
-    successors = defaultdict(list)
-    for i, m in enumerate(moves):
-        for a in m.after:
-            successors[a].append(i)
-    remaining = volume.copy()
-    active = [i for i in range(m_count) if not waiting[i]]
-    now = 0.0
-    while active:
-        act = np.array(active)
-        r, w = res[act], weight[act] * speed[act, None]
-        valid = r >= 0
-        load = np.bincount(r[valid], weights=w[valid], minlength=len(res_cap))
-        over = np.maximum(load / res_cap, 1.0)
-        rate = speed[act] / np.where(valid, over[np.maximum(r, 0)], 1.0).max(axis=1)
-        dt = float(np.min(remaining[act] / rate))
-        now += dt
-        remaining[act] -= rate * dt
-        finished = act[remaining[act] <= 1e-12 * np.maximum(volume[act], 1.0)]
-        finished = finished if len(finished) else act[[int(np.argmin(remaining[act] / rate))]]
-        remaining[finished] = 0.0
-        done = set(finished.tolist())
-        active = [i for i in active if i not in done]
-        for i in sorted(done):
-            for j in successors[i]:
-                waiting[j] -= 1
-                if not waiting[j]:
-                    active.append(j)
-    busiest = min(total, key=lambda e: (-total[e] / cap(e), e))
-    return Performance(now, (total[busiest] / cap(busiest),), busiest, total[busiest] / cap(busiest))
+def dataflow_performance(moves, chunks_per_shard: int, fabric: Fabric, capacity=None, n_ranks: int = 0) -> Performance:
+    """An MSCCL program's moves (``after`` set) -> dataflow :class:`Performance`; ``step_loads``
+    holds one entry, the busiest link's total load."""
+    n_ranks = max([n_ranks] + [max(m.src, m.dst) + 1 for m in moves])
+    model = _model({(m.src, m.dst) for m in moves}, n_ranks, fabric, capacity)
+    messages = [Message(m.src, m.dst, tuple(lab[0] for lab in m.labels), tuple(lab[1] for lab in m.labels), m.after)
+                for m in moves]
+    hops = [(0, m.src, m.dst, o, d, 1) for m in moves for o, d, _ in m.labels]
+    loads = _stepped(model, hops, 1, chunks_per_shard) if hops else None
+    busiest = (loads.busiest, loads.busiest_load) if loads else ((-1, -1), 0.0)
+    return Performance(dataflow_time(messages, model, chunks_per_shard), (busiest[1],) if loads else (), *busiest)

@@ -94,7 +94,7 @@ class _Slot:
 
 
 def simulate_msccl(p: MscclProgram) -> Trace:
-    """Execute ``p`` symbolically; assumes :func:`~a2a_compiler.verify.msccl_rules.check_rules` found it sound."""
+    """Execute ``p`` symbolically; assumes :func:`~a2a_compiler.formats.msccl_rules.check_rules` found it sound."""
     n = p.ngpus
     c = p.nchunksperloop // n
     trace = Trace(chunks_per_shard=c)

@@ -205,73 +205,24 @@ def chunk_runs(chunks: tuple[int, ...]) -> list[tuple[int, int]]:
 def plan_msccl(prog, size: int) -> list[RankPlan]:
     """Every rank's plan for an MSCCL ``<algo>`` (thread-block semantics of the MSCCL executor).
 
-    Each ``tb`` runs its steps in order; a step with ``depid >= 0`` waits until
-    thread block ``depid`` has completed step ``deps``.  Connection
-    ``(peer, chan, direction)`` is a FIFO: the MPI tag is the channel.
+    The program must obey every executor rule
+    (:func:`a2a_compiler.formats.msccl_rules.check_rules`; the first broken one
+    raises :class:`FormatError`).  Each ``tb`` runs its steps in order; a step
+    with ``depid >= 0`` waits until thread block ``depid`` has completed step
+    ``deps``.  Connection ``(peer, chan, direction)`` is a FIFO: the MPI tag is
+    the channel.
     """
-    if prog.coll.lower() != "alltoall":
-        raise FormatError(f"MSCCL algo {prog.name!r} is coll={prog.coll!r}; this runtime executes alltoall only")
+    from a2a_compiler.formats.msccl_rules import check_rules
+
     _check_nranks(prog.ngpus, size)
-    N = prog.ngpus
-    if len(prog.gpus) != N or [g.id for g in prog.gpus] != list(range(N)):
-        raise FormatError(f"MSCCL algo {prog.name!r}: expected <gpu> ids 0..{N - 1}")
-    K = prog.nchunksperloop
-    if K < N or K % N:
-        raise FormatError(f"MSCCL nchunksperloop={K} is not a multiple of ngpus={N}; not an all-to-all chunking")
-    C = K // N
     if prog.nchannels >= TAG_LIMIT:
         raise FormatError(f"MSCCL nchannels={prog.nchannels} exceeds {TAG_LIMIT - 1}")
-    sends: dict = defaultdict(list)
-    recvs: dict = defaultdict(list)
-    for gpu in prog.gpus:
-        if gpu.i_chunks != K or gpu.o_chunks != K:
-            raise FormatError(f"gpu {gpu.id}: i_chunks/o_chunks must equal nchunksperloop={K} for alltoall")
-        sizes = {"i": gpu.i_chunks, "o": gpu.o_chunks, "s": gpu.s_chunks}
-        tb_ids = [tb.id for tb in gpu.tbs]
-        if tb_ids != list(range(len(tb_ids))):
-            raise FormatError(f"gpu {gpu.id}: thread block ids must be 0..{len(tb_ids) - 1} in order")
-        conns: set = set()
-        for tb in gpu.tbs:
-            where = f"gpu {gpu.id} tb {tb.id}"
-            if not 0 <= tb.chan < max(prog.nchannels, 1):
-                raise FormatError(f"{where}: chan {tb.chan} outside 0..{prog.nchannels - 1}")
-            for peer, d in ((tb.send, "send"), (tb.recv, "recv")):
-                if peer == gpu.id or not -1 <= peer < N:
-                    raise FormatError(f"{where}: {d}={peer} is not another rank or -1")
-                if peer >= 0:
-                    if (peer, tb.chan, d) in conns:
-                        raise FormatError(f"{where}: a second thread block {d}s peer {peer} on channel {tb.chan}")
-                    conns.add((peer, tb.chan, d))
-            for j, st in enumerate(tb.steps):
-                w = f"{where} step {j}"
-                if st.s != j:
-                    raise FormatError(f"{w}: s={st.s}, steps must be numbered 0, 1, 2, ...")
-                op = _OPCODES.get(st.type)
-                if op is None:
-                    raise FormatError(f"{w}: step type {st.type!r} is not supported (all-to-all uses s r rcs cpy nop)")
-                if op in (SEND, CPY):
-                    _check_range(w, st.srcbuf, st.srcoff, st.cnt, sizes)
-                if op in (RECV, RCS, CPY):
-                    _check_range(w, st.dstbuf, st.dstoff, st.cnt, sizes)
-                    if st.dstbuf == "i":
-                        raise FormatError(f"{w}: writes into the input buffer, which the runtime never modifies")
-                if op == RCS and (st.srcbuf, st.srcoff) != (st.dstbuf, st.dstoff):
-                    raise FormatError(f"{w}: rcs must use the same buffer and offset for src and dst")
-                if op in (SEND, RCS):
-                    if tb.send < 0:
-                        raise FormatError(f"{w}: a send step in a thread block with send=-1")
-                    sends[(gpu.id, tb.send, tb.chan)].append(st.cnt)
-                if op in (RECV, RCS):
-                    if tb.recv < 0:
-                        raise FormatError(f"{w}: a receive step in a thread block with recv=-1")
-                    recvs[(tb.recv, gpu.id, tb.chan)].append(st.cnt)
-                if st.depid >= 0:
-                    if st.depid >= len(gpu.tbs) or not 0 <= st.deps < len(gpu.tbs[st.depid].steps):
-                        raise FormatError(f"{w}: depends on missing step {st.deps} of tb {st.depid}")
-                    if st.depid == tb.id and st.deps >= j:
-                        raise FormatError(f"{w}: depends on its own thread block's step {st.deps}, which comes later")
-    _match_sequences(sends, recvs, "MSCCL channel")
-    return [_msccl_rank(prog.name, N, C, gpu) for gpu in prog.gpus]
+    findings = check_rules(prog)
+    if findings.errors:
+        more = f" (and {len(findings.errors) - 1} more; run 'a2a verify')" if len(findings.errors) > 1 else ""
+        raise FormatError(f"MSCCL algo {prog.name!r}: {findings.errors[0]}{more}")
+    C = prog.nchunksperloop // prog.ngpus
+    return [_msccl_rank(prog.name, prog.ngpus, C, gpu) for gpu in prog.gpus]
 
 
 def _msccl_rank(name: str, N: int, C: int, mine) -> RankPlan:

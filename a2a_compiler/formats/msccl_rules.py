@@ -1,0 +1,380 @@
+"""The MSCCL executor's acceptance rules, in one place (reference notes: msccl-executor-nccl's
+parser and kernel; msccl-tools' lowering).
+
+The lowering (:mod:`a2a_compiler.lower.msccl`) stays within the limits, the
+verifier (:mod:`a2a_compiler.verify`) reports every broken rule, and the MPI
+runtime (:mod:`runtimes.mpi.plan`) refuses a program that breaks one.  Passes,
+each usable alone, each naming the location (line, or gpu/tb/step):
+
+* :func:`check_lexical` — the executor's hand-written tokenizer, on the raw text;
+* :func:`check_attributes` — required attributes and known elements, on the parsed tree;
+* :func:`check_rules` — on the program, one function per rule family:
+  :func:`check_algo`, :func:`check_gpus`, :func:`check_thread_blocks`,
+  :func:`check_steps`, :func:`check_dependencies`, then :func:`check_connections`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+from .msccl import ALGO_ATTRS, GPU_ATTRS, PROTOS, STEP_ATTRS, TB_ATTRS, MscclGpu, MscclProgram
+
+#: Executor limits: steps per thread block (default build), chunks per step, the int8 ``depid``,
+#: the int16 offsets, sending / receiving thread blocks per channel, thread blocks per gpu.
+MAX_STEPS_PER_TB = 64
+MAX_CNT = 71
+MAX_DEPID = 127
+MAX_OFFSET = 32767
+MAX_PEER_TBS_PER_CHANNEL = 32
+MAX_TBS = 1024
+#: Beyond these the executor still loads the file, but it is unusual enough to warn.
+WARN_CHANNELS = 32
+WARN_TBS = 108  # SMs of an A100
+#: Step types and the buffers they read (src) / write (dst) locally.
+DATA_TYPES = {"s": (True, False), "r": (False, True), "rcs": (True, True), "cpy": (True, True)}
+REDUCE_TYPES = ("re", "rrs", "rrc", "rrcs")
+SENDS = ("s", "rcs")
+RECVS = ("r", "rcs")
+BUFFERS = ("i", "o", "s")
+INT16 = (-(2**15), 2**15 - 1)
+#: Lexical problems of one kind listed before the rest are only counted.
+MAX_LEXICAL_REPORTS = 10
+
+
+# --------------------------------------------------------------- lexical form
+
+
+def check_lexical(data: bytes) -> list[str]:
+    """Rules of the executor's tokenizer, checked on the raw bytes.
+
+    No ``<?xml ...?>`` declaration (nor any ``<?``), no tab, no newline inside
+    a tag, double-quoted attribute values, and ``<algo`` as the first element.
+    Comments are skipped; CRLF is fine.
+    """
+    errors = []
+    text = data.decode("utf-8", errors="replace")
+    if text.startswith("\ufeff"):
+        errors.append("line 1: byte-order mark before <algo> (the executor's tokenizer does not skip it)")
+    pis = [m.start() for m in re.finditer(r"<\?", text)]
+    for pos in pis[:MAX_LEXICAL_REPORTS]:
+        line = text.count("\n", 0, pos) + 1
+        what = "XML declaration <?xml ...?>" if text.startswith("<?xml", pos) else "processing instruction <?...?>"
+        errors.append(f"line {line}: {what} is not allowed (the executor's tokenizer fails on '?')")
+    if len(pis) > MAX_LEXICAL_REPORTS:
+        errors.append(f"... and {len(pis) - MAX_LEXICAL_REPORTS} more '<?'")
+    tabs = [lineno for lineno, line in enumerate(text.split("\n"), 1) if "\t" in line]
+    errors += [f"line {lineno}: tab character (indent with spaces only)" for lineno in tabs[:MAX_LEXICAL_REPORTS]]
+    if len(tabs) > MAX_LEXICAL_REPORTS:
+        errors.append(f"... and {len(tabs) - MAX_LEXICAL_REPORTS} more lines with tabs")
+    first = None
+    i, n = 0, len(text)
+    line, counted = 1, 0  # line number of position ``counted``
+    while i < n:
+        lt = text.find("<", i)
+        if lt < 0:
+            break
+        if text.startswith("<!--", lt):
+            end = text.find("-->", lt + 4)
+            i = n if end < 0 else end + 3
+            continue
+        line += text.count("\n", counted, lt)
+        counted = lt
+        j, quote, bad_nl, bad_q = lt + 1, None, False, False
+        while j < n and (quote or text[j] != ">"):
+            ch = text[j]
+            if quote:
+                if ch == quote:
+                    quote = None
+            elif ch in "\"'":
+                quote = ch
+                bad_q |= ch == "'"
+            if ch == "\n":
+                bad_nl = True
+            j += 1
+        tag = re.match(r"</?\s*([A-Za-z_][\w.-]*)", text[lt:j + 1])
+        name = tag.group(1) if tag else text[lt:lt + 10]
+        if bad_nl and len(errors) < 4 * MAX_LEXICAL_REPORTS:
+            errors.append(f"line {line}: newline inside the <{name}> tag (each tag must stay on one line)")
+        if bad_q and len(errors) < 4 * MAX_LEXICAL_REPORTS:
+            errors.append(f"line {line}: single-quoted attribute in <{name}> (use double quotes)")
+        if first is None and not text.startswith("<?", lt):
+            first = name
+            if name != "algo" or text.startswith("</", lt):
+                errors.append(f"line {line}: the first element is <{name}>, the executor requires <algo>")
+        i = j + 1
+    if first is None:
+        errors.append("line 1: no <algo> element")
+    return errors
+
+
+# ------------------------------------------------------------ raw attributes
+
+
+def check_attributes(root) -> list[str]:
+    """Every attribute the executor requires is present; only known elements appear."""
+    errors = []
+
+    def need(el, names, where):
+        for a in names:
+            if el.get(a) is None:
+                errors.append(f"{where}: <{el.tag}> is missing required attribute {a!r}")
+
+    need(root, ALGO_ATTRS, "algo")
+    for g in root:
+        if not isinstance(g.tag, str):
+            continue
+        if g.tag != "gpu":
+            errors.append(f"line {g.sourceline}: unexpected element <{g.tag}> inside <algo>")
+            continue
+        gw = f"gpu {g.get('id', '?')}"
+        need(g, GPU_ATTRS, gw)
+        for t in g:
+            if not isinstance(t.tag, str):
+                continue
+            if t.tag != "tb":
+                errors.append(f"{gw} line {t.sourceline}: unexpected element <{t.tag}> inside <gpu>")
+                continue
+            tw = f"{gw} tb {t.get('id', '?')}"
+            need(t, TB_ATTRS, tw)
+            pos = 0
+            for s in t:
+                if not isinstance(s.tag, str):
+                    continue
+                if s.tag != "step":
+                    errors.append(f"{tw} line {s.sourceline}: unexpected element <{s.tag}> inside <tb>")
+                    continue
+                need(s, STEP_ATTRS, f"{tw} step {s.get('s', pos)}")
+                pos += 1
+    return errors
+
+
+# --------------------------------------------------------------------- rules
+
+
+@dataclass
+class Findings:
+    """What the rule families found: ``errors``, ``warnings``, and ``sound`` — False once an
+    error makes the program too broken (ids, buffers, dependency targets) to simulate or run."""
+
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    sound: bool = True
+
+    def error(self, msg: str, structural: bool = False) -> None:
+        self.errors.append(msg)
+        self.sound &= not structural
+
+    def warn(self, msg: str) -> None:
+        self.warnings.append(msg)
+
+
+def check_rules(p: MscclProgram) -> Findings:
+    """Every program-level rule: the families below, then :func:`check_connections` if the
+    structure is sound.  ``sound`` in the result means no error at all: only then is the
+    program worth simulating or running."""
+    f = Findings()
+    for family in (check_algo, check_gpus, check_thread_blocks, check_steps, check_dependencies):
+        family(p, f)
+    if f.sound:
+        check_connections(p, f)
+    f.sound = not f.errors
+    return f
+
+
+def check_algo(p: MscclProgram, f: Findings) -> None:
+    """``<algo>``: protocol, collective, in/out of place, channels, byte range, sizes."""
+    if p.proto not in PROTOS:
+        f.error(f"algo: proto={p.proto!r}, must be one of {', '.join(PROTOS)}")
+    if p.coll != "alltoall":
+        f.error(f"algo: coll={p.coll!r}, expected 'alltoall'", True)
+    if p.inplace != 0 or p.outofplace != 1:
+        f.error(f"algo: inplace={p.inplace} outofplace={p.outofplace}; all-to-all must be inplace=\"0\" "
+                f"outofplace=\"1\"")
+    if p.nchannels < 1:
+        f.error(f"algo: nchannels={p.nchannels}, must be at least 1")
+    elif p.nchannels > WARN_CHANNELS:
+        f.warn(f"algo: nchannels={p.nchannels}; NCCL rarely builds that many channels")
+    if p.min_bytes < 0 or p.max_bytes < 0 or (p.max_bytes and p.max_bytes < p.min_bytes):
+        f.error(f"algo: minBytes={p.min_bytes} maxBytes={p.max_bytes}; need 0 <= minBytes <= maxBytes "
+                f"(maxBytes 0 = no limit)")
+    if p.ngpus != len(p.gpus):
+        f.error(f"algo: ngpus={p.ngpus} but the file has {len(p.gpus)} <gpu> elements", True)
+    if p.ngpus < 1 or p.nchunksperloop < 1 or p.nchunksperloop % max(p.ngpus, 1):
+        f.error(f"algo: nchunksperloop={p.nchunksperloop} must be a positive multiple of ngpus={p.ngpus} "
+                f"(ngpus x chunks per peer)", True)
+    if p.nchunksperloop > MAX_OFFSET + 1:
+        f.error(f"algo: nchunksperloop={p.nchunksperloop} exceeds the int16 offset range", True)
+
+
+def buffer_sizes(g: MscclGpu) -> dict[str, int]:
+    """Chunks in each of ``g``'s buffers."""
+    return {"i": g.i_chunks, "o": g.o_chunks, "s": max(g.s_chunks, 0)}
+
+
+def check_gpus(p: MscclProgram, f: Findings) -> None:
+    """``<gpu>``: ids ``0..ngpus-1`` (in any order), buffer sizes, thread block ids and count."""
+    n = len(p.gpus)
+    ids = sorted(g.id for g in p.gpus)
+    if ids != list(range(n)):
+        f.error(f"algo: <gpu> ids {_ranges(ids)} must be 0..{n - 1}, each once", True)
+    for g in p.gpus:
+        gw = f"gpu {g.id}"
+        for name, val in (("i_chunks", g.i_chunks), ("o_chunks", g.o_chunks)):
+            if val != p.nchunksperloop:
+                f.error(f"{gw}: {name}={val}, an all-to-all needs nchunksperloop={p.nchunksperloop}", True)
+        if g.s_chunks < 0 or g.s_chunks > MAX_OFFSET + 1:
+            f.error(f"{gw}: s_chunks={g.s_chunks} outside 0..{MAX_OFFSET + 1}", True)
+        tb_ids = sorted(tb.id for tb in g.tbs)
+        if tb_ids != list(range(len(tb_ids))):
+            dup = sorted(k for k, v in Counter(tb_ids).items() if v > 1)
+            f.error(f"{gw}: thread block ids {_ranges(tb_ids)} must be 0..{len(tb_ids) - 1} with no gaps"
+                    + (f" (duplicates {dup})" if dup else ""), True)
+        if len(g.tbs) > MAX_TBS:
+            f.error(f"{gw}: {len(g.tbs)} thread blocks, over the parser's limit of {MAX_TBS}")
+        elif len(g.tbs) > WARN_TBS:
+            f.warn(f"{gw}: {len(g.tbs)} thread blocks, more than an A100 has SMs ({WARN_TBS})")
+
+
+def check_thread_blocks(p: MscclProgram, f: Findings) -> None:
+    """``<tb>``: peers, channel, step count, nop-only blocks, one tb per connection, tbs per channel."""
+    n = len(p.gpus)
+    for g in p.gpus:
+        gw = f"gpu {g.id}"
+        conns: dict[tuple, list[int]] = defaultdict(list)
+        for tb in g.tbs:
+            tw = f"{gw} tb {tb.id}"
+            for role, peer in (("send", tb.send), ("recv", tb.recv)):
+                if peer == g.id or not -1 <= peer < n:
+                    f.error(f"{tw}: {role}={peer} must be -1 or another gpu's id (0..{n - 1}, not {g.id})", True)
+                elif peer >= 0:
+                    conns[(role, peer, tb.chan)].append(tb.id)
+            if not 0 <= tb.chan < max(p.nchannels, 1):
+                f.error(f"{tw}: chan={tb.chan} must be in 0..{p.nchannels - 1} (nchannels={p.nchannels})", True)
+            if len(tb.steps) > MAX_STEPS_PER_TB:
+                f.error(f"{tw}: {len(tb.steps)} steps, over the executor's limit of {MAX_STEPS_PER_TB} steps per tb")
+            if tb.steps and all(s.type == "nop" for s in tb.steps):
+                if any(s.depid == tb.id for t2 in g.tbs for s in t2.steps):
+                    f.error(f"{tw}: made only of nop steps yet other steps depend on it (it never signals: "
+                            f"GPU deadlock)")
+        for (role, peer, chan), tbs in sorted(conns.items()):
+            if len(tbs) > 1:
+                f.error(f"{gw}: thread blocks {tbs} all {role} {'to' if role == 'send' else 'from'} gpu {peer} on "
+                        f"channel {chan}; one connection per (peer, channel, direction) allows one tb", True)
+        for role in ("send", "recv"):
+            per_chan = Counter(chan for (r, _, chan) in conns if r == role)
+            for chan, cnt in sorted(per_chan.items()):
+                if cnt > MAX_PEER_TBS_PER_CHANNEL:
+                    f.error(f"{gw}: {cnt} {role} thread blocks on channel {chan}, over the limit of "
+                            f"{MAX_PEER_TBS_PER_CHANNEL}")
+
+
+def check_steps(p: MscclProgram, f: Findings) -> None:
+    """``<step>``: numbering, types, the tb's roles, offsets, ``cnt``, buffer ranges, ``rcs``, nops."""
+    for g in p.gpus:
+        sizes = buffer_sizes(g)
+        for tb in g.tbs:
+            tw = f"gpu {g.id} tb {tb.id}"
+            for pos, st in enumerate(tb.steps):
+                sw = f"{tw} step {st.s}"
+                if st.s != pos:
+                    f.error(f"{tw}: step number {pos} has s={st.s}; s must be 0, 1, 2, ... in order", True)
+                if st.type in REDUCE_TYPES:
+                    f.error(f"{sw}: reduction step type {st.type!r} has no place in an all-to-all", True)
+                    continue
+                if st.type not in DATA_TYPES and st.type != "nop":
+                    f.error(f"{sw}: unknown step type {st.type!r}", True)
+                    continue
+                if st.type in SENDS and tb.send < 0:
+                    f.error(f"{sw}: {st.type!r} step in a tb with send=-1", True)
+                if st.type in RECVS and tb.recv < 0:
+                    f.error(f"{sw}: {st.type!r} step in a tb with recv=-1", True)
+                for name in ("srcoff", "dstoff"):
+                    v = getattr(st, name)
+                    if not INT16[0] <= v <= INT16[1]:
+                        f.error(f"{sw}: {name}={v} does not fit the executor's int16 offsets (<= {MAX_OFFSET})", True)
+                if st.hasdep not in (0, 1):
+                    f.error(f"{sw}: hasdep={st.hasdep} must be 0 or 1")
+                if st.type == "nop":
+                    if st.depid < 0:
+                        f.error(f"{sw}: nop without a dependency (every nop must carry depid/deps)")
+                    continue
+                if not 1 <= st.cnt <= MAX_CNT:
+                    f.error(f"{sw}: cnt={st.cnt} outside 1..{MAX_CNT}", True)
+                reads, writes = DATA_TYPES[st.type]
+                for used, bname, oname in ((reads, "srcbuf", "srcoff"), (writes, "dstbuf", "dstoff")):
+                    buf, off = getattr(st, bname), getattr(st, oname)
+                    if not used:
+                        continue
+                    if buf not in BUFFERS:
+                        f.error(f"{sw}: {bname}={buf!r} must be i, o or s", True)
+                    elif off < 0 or off + st.cnt > sizes[buf]:
+                        f.error(f"{sw}: {bname}={buf} {oname}={off} cnt={st.cnt} is outside the "
+                                f"{sizes[buf]}-chunk buffer", True)
+                if writes and st.dstbuf == "i":
+                    f.error(f"{sw}: writes the input buffer (out-of-place all-to-all never does)", True)
+                if st.type == "rcs" and (st.srcbuf, st.srcoff) != (st.dstbuf, st.dstoff):
+                    f.error(f"{sw}: rcs needs the same src and dst buffer and offset", True)
+
+
+def check_dependencies(p: MscclProgram, f: Findings) -> None:
+    """``depid``/``deps``: an existing step of another tb (or an earlier one of the same tb), marked ``hasdep``."""
+    for g in p.gpus:
+        steps_of = {tb.id: tb.steps for tb in g.tbs}
+        for tb in g.tbs:
+            for st in tb.steps:
+                if st.depid == -1 and st.deps == -1:
+                    continue
+                sw = f"gpu {g.id} tb {tb.id} step {st.s}"
+                if not 0 <= st.depid <= MAX_DEPID:
+                    f.error(f"{sw}: depid={st.depid} outside 0..{MAX_DEPID} (int8 in the executor)", True)
+                elif st.depid not in steps_of:
+                    f.error(f"{sw}: depid={st.depid} names no thread block of gpu {g.id}", True)
+                elif not 0 <= st.deps < len(steps_of[st.depid]):
+                    f.error(f"{sw}: deps={st.deps} names no step of tb {st.depid} "
+                            f"(it has {len(steps_of[st.depid])})", True)
+                elif st.depid == tb.id and st.deps >= st.s:
+                    f.error(f"{sw}: depends on step {st.deps} of its own thread block, which runs later "
+                            f"(it waits forever)", True)
+                elif steps_of[st.depid][st.deps].hasdep != 1:
+                    f.error(f"{sw}: depends on tb {st.depid} step {st.deps}, which lacks hasdep=\"1\"")
+
+
+def check_connections(p: MscclProgram, f: Findings) -> None:
+    """Each (sender tb, receiver tb) pair carries the same number of messages with matching ``cnt``.
+
+    Assumes the structural rules passed (one tb per connection end).
+    """
+    ends: dict[tuple[int, int, int], dict[str, tuple]] = defaultdict(dict)
+    for g in p.gpus:
+        for tb in g.tbs:
+            if tb.send >= 0:
+                ends[(g.id, tb.send, tb.chan)]["s"] = (tb, [s for s in tb.steps if s.type in SENDS])
+            if tb.recv >= 0:
+                ends[(tb.recv, g.id, tb.chan)]["r"] = (tb, [s for s in tb.steps if s.type in RECVS])
+    for (a, b, chan), e in sorted(ends.items()):
+        snd, rcv = e.get("s"), e.get("r")
+        n_s = len(snd[1]) if snd else 0
+        n_r = len(rcv[1]) if rcv else 0
+        if n_s and not rcv:
+            f.error(f"gpu {a} tb {snd[0].id}: sends {n_s} message(s) to gpu {b} on channel {chan}, but gpu {b} "
+                    f"has no thread block receiving from gpu {a} on channel {chan} (send with no matching receive)")
+        elif n_r and not snd:
+            f.error(f"gpu {b} tb {rcv[0].id}: receives {n_r} message(s) from gpu {a} on channel {chan}, but gpu "
+                    f"{a} has no thread block sending to gpu {b} on channel {chan} (receive with no matching send)")
+        elif n_s != n_r:
+            f.error(f"gpu {a} tb {snd[0].id} sends {n_s} message(s) to gpu {b} on channel {chan}, but gpu {b} "
+                    f"tb {rcv[0].id} receives {n_r} (send with no matching receive)" if n_s > n_r else
+                    f"gpu {b} tb {rcv[0].id} receives {n_r} message(s) from gpu {a} on channel {chan}, but gpu "
+                    f"{a} tb {snd[0].id} sends {n_s} (receive with no matching send)")
+        elif snd:
+            for k, (x, y) in enumerate(zip(snd[1], rcv[1])):
+                if x.cnt != y.cnt:
+                    f.error(f"gpu {a} tb {snd[0].id} step {x.s} sends cnt={x.cnt} but its matching receive, "
+                            f"gpu {b} tb {rcv[0].id} step {y.s} (message {k} on channel {chan}), has cnt={y.cnt}")
+                    break
+
+
+def _ranges(ids: list[int]) -> str:
+    return "[" + ", ".join(map(str, ids[:8])) + (", ..." if len(ids) > 8 else "") + "]"
