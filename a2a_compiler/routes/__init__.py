@@ -20,16 +20,27 @@ from ..topology.model import Topology
 from .result import RoutedPath, RouteSet
 
 #: engine name -> (module, function); modules are imported on first use.
-ENGINES: dict[str, tuple[str, str]] = {}
+ENGINES: dict[str, tuple[str, str]] = {
+    "sssp": ("sssp", "sssp"),
+    "ewsp": ("ewsp", "ewsp"),
+    "ilp-disjoint": ("ilp", "ilp_disjoint"),
+    "ilp-shortest": ("ilp", "ilp_shortest"),
+    "dor": ("dor", "dor"),
+    "fptas": ("fptas", "fptas"),
+    "mcf-extp": ("flows", "mcf_extp"),
+    "pmcf-disjoint": ("flows", "pmcf_disjoint"),
+    "pmcf-shortest": ("flows", "pmcf_shortest"),
+}
 
 
 def route(topology: Topology, algo: str, fabric: Fabric | None = None, **options) -> RouteSet:
-    """Route every ordered host pair of ``topology`` with engine ``algo``."""
+    """Route every ordered host pair of ``topology`` with engine ``algo``; the result is validated
+    (:meth:`RouteSet.validate`)."""
     if algo not in ENGINES:
         raise A2AError(f"unknown routing algorithm {algo!r}; choose one of {', '.join(ENGINES)}")
     module, name = ENGINES[algo]
     func = getattr(importlib.import_module(f".{module}", __package__), name)
-    return func(topology, fabric or Fabric(), **options)
+    return func(topology, fabric or Fabric(), **options).validate()
 
 
 __all__ = ["ENGINES", "route", "RouteSet", "RoutedPath"]

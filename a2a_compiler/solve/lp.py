@@ -1,8 +1,8 @@
-"""One call into HiGHS for an LP given as sparse arrays.
+"""One call into HiGHS for an LP or MIP given as sparse arrays.
 
-Every LP in the package (MCF, decomposed MCF, pMCF, tsMCF) is assembled as a
-``scipy.sparse`` matrix and handed to HiGHS in a single ``passModel`` call; the
-solution comes back once, as numpy arrays.
+Every LP in the package (MCF, decomposed MCF, pMCF, tsMCF) and the routing
+ILPs are assembled as a ``scipy.sparse`` matrix and handed to HiGHS in a single
+``passModel`` call; the solution comes back once, as numpy arrays.
 """
 
 from __future__ import annotations
@@ -63,6 +63,30 @@ class LPResult:
     solver: str = ""
 
 
+def _pass_model(h, c, A, row_lower, row_upper, col_lower, col_upper, maximize: bool,
+                integrality: np.ndarray | None = None, what: str = "LP") -> tuple[int, int]:
+    """Hand the model to HiGHS in one ``passModel`` call; returns ``(rows, columns)``."""
+    A = sp.csc_array(A)
+    A.sort_indices()
+    n_row, n_col = A.shape
+    c = np.ascontiguousarray(c, dtype=np.float64)
+    col_lower = np.ascontiguousarray(np.broadcast_to(col_lower, (n_col,)), dtype=np.float64)
+    col_upper = np.ascontiguousarray(np.broadcast_to(col_upper, (n_col,)), dtype=np.float64)
+    row_lower = np.ascontiguousarray(np.broadcast_to(row_lower, (n_row,)), dtype=np.float64)
+    row_upper = np.ascontiguousarray(np.broadcast_to(row_upper, (n_row,)), dtype=np.float64)
+    # all continuous unless told otherwise (an empty integrality array is misread)
+    kinds = np.zeros(n_col, dtype=np.int32) if integrality is None else np.asarray(integrality, dtype=np.int32)
+    sense = highspy.ObjSense.kMaximize if maximize else highspy.ObjSense.kMinimize
+    passed = h.passModel(
+        n_col, n_row, A.nnz, int(highspy.MatrixFormat.kColwise), int(sense), 0.0,
+        c, col_lower, col_upper, row_lower, row_upper,
+        A.indptr.astype(np.int32), A.indices.astype(np.int32), A.data.astype(np.float64), kinds,
+    )
+    if passed == highspy.HighsStatus.kError:
+        raise A2AError(f"HiGHS rejected the {what} ({n_row} rows, {n_col} columns)")
+    return n_row, n_col
+
+
 def solve_lp(
     c: np.ndarray,
     A: sp.sparray | sp.spmatrix,
@@ -91,15 +115,6 @@ def solve_lp(
     """
     if solver not in SOLVERS:
         raise A2AError(f"unknown LP solver {solver!r}; choose one of {', '.join(SOLVERS)}")
-    A = sp.csc_array(A)
-    A.sort_indices()
-    n_row, n_col = A.shape
-    c = np.ascontiguousarray(c, dtype=np.float64)
-    col_lower = np.ascontiguousarray(np.broadcast_to(col_lower, (n_col,)), dtype=np.float64)
-    col_upper = np.ascontiguousarray(np.broadcast_to(col_upper, (n_col,)), dtype=np.float64)
-    row_lower = np.ascontiguousarray(np.broadcast_to(row_lower, (n_row,)), dtype=np.float64)
-    row_upper = np.ascontiguousarray(np.broadcast_to(row_upper, (n_row,)), dtype=np.float64)
-
     h = quiet_highs()
     for key, value in SOLVERS[solver].items():
         h.setOptionValue(key, value)
@@ -107,15 +122,7 @@ def solve_lp(
         h.setOptionValue("time_limit", float(time_limit))
     for key, value in (options or {}).items():
         h.setOptionValue(key, value)
-    sense = highspy.ObjSense.kMaximize if maximize else highspy.ObjSense.kMinimize
-    passed = h.passModel(
-        n_col, n_row, A.nnz, int(highspy.MatrixFormat.kColwise), int(sense), 0.0,
-        c, col_lower, col_upper, row_lower, row_upper,
-        A.indptr.astype(np.int32), A.indices.astype(np.int32), A.data.astype(np.float64),
-        np.zeros(n_col, dtype=np.int32),  # all continuous (an empty array is misread)
-    )
-    if passed == highspy.HighsStatus.kError:
-        raise A2AError(f"HiGHS rejected the LP ({n_row} rows, {n_col} columns)")
+    n_row, n_col = _pass_model(h, c, A, row_lower, row_upper, col_lower, col_upper, maximize)
     t0 = time.perf_counter()
     h.run()
     seconds = time.perf_counter() - t0
@@ -136,4 +143,75 @@ def solve_lp(
         seconds=seconds,
         iterations=int(info.simplex_iteration_count + info.ipm_iteration_count + info.pdlp_iteration_count),
         solver=solver,
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class MIPResult:
+    """Best integer point ``x`` found, its objective, HiGHS's dual bound and relative gap.
+
+    ``optimal`` means HiGHS proved the point optimal within its relative gap
+    tolerance; otherwise (time limit) ``x`` is the incumbent and ``bound`` still
+    bounds every integer solution.
+    """
+
+    x: np.ndarray
+    objective: float
+    bound: float
+    gap: float
+    status: str
+    optimal: bool
+    seconds: float
+    nodes: int
+
+
+def solve_mip(
+    c: np.ndarray,
+    A: sp.sparray | sp.spmatrix,
+    row_lower: np.ndarray,
+    row_upper: np.ndarray,
+    integrality: np.ndarray,
+    col_lower: np.ndarray | float = 0.0,
+    col_upper: np.ndarray | float = INF,
+    *,
+    time_limit: float | None = None,
+    rel_gap: float | None = None,
+    start: np.ndarray | None = None,
+) -> MIPResult:
+    """Minimise ``c·x`` over the rows and bounds with ``x_j`` integer where ``integrality[j] == 1``.
+
+    One ``passModel`` call, like :func:`solve_lp`.  ``rel_gap`` is HiGHS's
+    ``mip_rel_gap`` (stop once the incumbent is within it of the bound),
+    ``start`` a feasible point to begin from.  Returns the incumbent at a time
+    limit; raises :class:`A2AError` if there is none or the model is infeasible.
+    """
+    h = quiet_highs()
+    if time_limit is not None:
+        h.setOptionValue("time_limit", float(time_limit))
+    if rel_gap is not None:
+        h.setOptionValue("mip_rel_gap", float(rel_gap))
+    n_row, n_col = _pass_model(h, c, A, row_lower, row_upper, col_lower, col_upper, False, integrality, "MIP")
+    if start is not None:
+        sol = highspy.HighsSolution()
+        sol.col_value = np.asarray(start, dtype=np.float64).tolist()
+        sol.value_valid = True
+        h.setSolution(sol)
+    t0 = time.perf_counter()
+    h.run()
+    seconds = time.perf_counter() - t0
+    model = h.getModelStatus()
+    status = h.modelStatusToString(model)
+    info = h.getInfo()
+    if info.primal_solution_status != 2:   # 2 = feasible
+        raise A2AError(f"MIP solver finished with status {status!r} and no integer solution "
+                       f"({n_row} rows, {n_col} columns)")
+    return MIPResult(
+        x=np.asarray(h.getSolution().col_value, dtype=float),
+        objective=float(info.objective_function_value),
+        bound=float(info.mip_dual_bound),
+        gap=float(info.mip_gap),
+        status=status,
+        optimal=model == highspy.HighsModelStatus.kOptimal,
+        seconds=seconds,
+        nodes=int(info.mip_node_count),
     )

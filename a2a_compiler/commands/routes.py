@@ -1,0 +1,164 @@
+"""``a2a routes SPEC --algo ALGO``: a routing baseline or MCF scheme as a chunked, layered MPI path schedule."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..deadlock import SCHEMES
+from ..errors import A2AError
+from ..files import atomic_write
+from ..routes import ENGINES
+from .common import add_fabric_args, add_topology_args, fabric_from_args, positive_int, print_json, \
+    topology_from_args
+from .solve import DelayedProgress
+
+HELP = "route every host pair with a baseline or MCF scheme; chunk, layer and write an MPI path schedule"
+
+EPILOG = """\
+algorithms:
+  sssp           Domke, Hoefler & Nagel 2011: shortest-path trees on link weights that grow
+                 with the routes already placed (one path per pair)
+  ewsp           every shortest path of a pair, equal weights (Basu et al. section 5.2)
+  ilp-disjoint   one path per pair from its maximal link-disjoint paths, minimising the max
+                 link load: a HiGHS MIP (--time-limit, --eps; optimal/gap reported)
+  ilp-shortest   the same over all shortest paths
+  dor            dimension-order routing; torus:AxBx... and hypercube:D only
+  fptas          Garg-Koenemann / Karakostas max concurrent flow to within --eps, with its
+                 certified bound
+  mcf-extp       link MCF + widest-path extraction (section 3.2.1)
+  pmcf-disjoint  path MCF over link-disjoint paths (section 3.1.4)
+  pmcf-shortest  path MCF over all shortest paths
+
+deadlock schemes (--deadlock; each layer's channel dependency graph is acyclic):
+  lash      Skeie et al. 2002: host pairs first-fit into layers
+  lash-seq  LASH-sequential (section 5.5): routes first-fit one at a time, then the top
+            layers are emptied route by route; never more layers than lash
+  dfsssp    Domke et al. 2011: cycles broken at their weakest dependency, routes moved up
+
+chunks: each shard is split into C equal chunks.  C is the least common multiple of the
+weights' denominators (for equal splits, of the path counts) when that is <= --max-chunks,
+so the file carries the weights exactly; otherwise the weights are rounded (chunks_exact
+false) and C is chosen by the chunker (largest remainder + rebalancing, fidelity 0.95).
+
+reported (--json): algo, alltoall_time (max link load of the file as written, unit demand
+per ordered pair, unit capacity, via the project's cost model), route_time (the routes'
+weights before chunking), lp_time (a relaxation's time, where there is one), bound (a
+certified lower bound: MIP dual bound, FPTAS/LP dual), mcf_time (optimal link MCF) and
+ratio = alltoall_time / mcf_time, optimal and mip_gap (ILPs), layers and deadlock_free
+(channel dependencies over (link, virtual channel) checked on the file), chunks_per_shard,
+chunks_exact, routes, seconds.  The file's lp_time attribute is mcf_time, so 'a2a run'
+measures every baseline against the same MCF bound.
+
+examples:
+  a2a routes genkautz:64,4 --algo sssp --json
+  a2a routes bipartite:4 --algo ilp-disjoint --time-limit 30
+  a2a routes torus:3x3x3 --algo mcf-extp --forwarding nic --deadlock lash-seq -o t3-mcf.xml
+  a2a routes genkautz:81,8 --remove-links 20 --algo ilp-disjoint --eps 0.1 --time-limit 120
+  a2a routes torus:3x3x3 --algo dor -o t3-dor.xml && a2a verify t3-dor.xml --deadlock-free
+"""
+
+#: Engine options of the command line -> the algorithms that take them.
+ENGINE_OPTIONS = {
+    "time_limit": ("--time-limit", ("ilp-disjoint", "ilp-shortest")),
+    "eps": ("--eps", ("ilp-disjoint", "ilp-shortest", "fptas")),
+    "max_paths": ("--max-paths", ("ewsp", "ilp-shortest", "pmcf-shortest")),
+    "early_stop": ("--no-early-stop", ("fptas",)),
+}
+
+
+def register(sub) -> None:
+    p = sub.add_parser("routes", help=HELP, description=HELP[0].upper() + HELP[1:] + ".", epilog=EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_topology_args(p)
+    p.add_argument("--algo", required=True, choices=list(ENGINES), metavar="ALGO",
+                   help="routing algorithm: " + ", ".join(ENGINES))
+    add_fabric_args(p)
+    g = p.add_argument_group("algorithm options")
+    g.add_argument("--time-limit", type=float, metavar="S", help="ILPs: branch-and-bound time limit (default 60 s)")
+    g.add_argument("--eps", type=float, metavar="E",
+                   help="ILPs: stop within relative gap E of the bound (the tolerance variant of Fig. 9; default "
+                        "0, prove optimality); fptas: accuracy (default 0.05)")
+    g.add_argument("--max-paths", type=positive_int, metavar="M",
+                   help="ewsp, ilp-shortest, pmcf-shortest: refuse pairs with more than M shortest paths "
+                        "(default 1000)")
+    g.add_argument("--no-early-stop", dest="early_stop", action="store_false", default=None,
+                   help="fptas: run to the D(l) >= 1 stopping rule instead of stopping once certified within eps")
+    d = p.add_argument_group("deadlock freedom")
+    d.add_argument("--deadlock", choices=list(SCHEMES), metavar="SCHEME",
+                   help="assign virtual layers: " + ", ".join(SCHEMES) + " (default: keep the engine's layers)")
+    d.add_argument("--max-layers", type=positive_int, metavar="K",
+                   help="fail unless the routes fit in K virtual layers")
+    o = p.add_argument_group("output")
+    o.add_argument("--max-chunks", type=positive_int, default=64, metavar="C",
+                   help="most chunks per shard (default 64)")
+    o.add_argument("-o", "--output", metavar="FILE.xml", help="write the MPI path schedule (docs/formats.md)")
+    o.add_argument("--json", action="store_true", help="print one JSON object (see 'reported' below)")
+    o.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    p.set_defaults(func=run)
+
+
+def engine_options(args) -> dict:
+    """The engine keyword options the user gave; refuses one that ``args.algo`` does not take."""
+    opts = {}
+    for key, (flag, algos) in ENGINE_OPTIONS.items():
+        value = getattr(args, key)
+        if value is None:
+            continue
+        if args.algo not in algos:
+            raise A2AError(f"{flag} applies to --algo {' / '.join(algos)}, not {args.algo}")
+        opts[key] = value
+    return opts
+
+
+def _human(s: dict) -> str:
+    exact = "exact" if s["chunks_exact"] else "rounded: the weights need more chunks than --max-chunks"
+    lines = [
+        f"routes     {s['spec']} {s['algo']}: {s['routes']} routes, up to {s['max_paths_per_pair']} per pair; "
+        f"{s['chunks_per_shard']} chunk(s) per shard ({exact})",
+        f"time       {s['alltoall_time']:.6g} link-times (max link load of the file); link MCF {s['mcf_time']:.6g}; "
+        f"ratio {s['ratio']:.4f}",
+    ]
+    extra = []
+    if s["lp_time"] is not None:
+        extra.append(f"relaxation {s['lp_time']:.6g}")
+    if s["bound"] is not None:
+        extra.append(f"certified bound {s['bound']:.6g}")
+    if s["optimal"] is not None:
+        extra.append(("proved optimal" if s["optimal"] else "not proved optimal") + f", MIP gap {s['mip_gap']:.3g}")
+    if extra:
+        lines.append("           " + "; ".join(extra))
+    how = f" ({s['deadlock']})" if s["deadlock"] else ""
+    lines.append(f"layers     {s['layers']}{how}, " + ("deadlock-free" if s["deadlock_free"] else
+                                                          "NOT deadlock-free (cyclic channel dependencies)"))
+    lines.append(f"computed   in {s['seconds']:.2f} s")
+    if s.get("output"):
+        lines.append(f"saved      {s['output']}")
+    return "\n".join(lines)
+
+
+def run(args) -> int:
+    from ..routes.schedule import route_schedule
+
+    topology = topology_from_args(args)
+    fabric = fabric_from_args(args)
+    options = engine_options(args)
+    reporter = None if args.quiet else DelayedProgress()
+    try:
+        result = route_schedule(topology, args.algo, fabric, deadlock=args.deadlock, max_layers=args.max_layers,
+                                max_chunks=args.max_chunks, progress=reporter, **options)
+    finally:
+        if reporter:
+            reporter.close()
+    if args.output:
+        atomic_write(args.output, result.xml)
+    s = {**result.summary(), "output": args.output}
+    if not result.chunks_exact and not args.quiet:
+        print(f"a2a routes: note: the route weights need more than --max-chunks {args.max_chunks} chunks per "
+              f"shard to be exact; rounded to {s['chunks_per_shard']} (all-to-all time {s['route_time']:.6g} -> "
+              f"{s['alltoall_time']:.6g})", file=sys.stderr)
+    if args.json:
+        print_json(s)
+    else:
+        print(_human(s))
+    return 0

@@ -1,0 +1,200 @@
+"""Routes -> chunked MPI path schedule, with layers and the numbers ``a2a routes`` reports.
+
+Passes, each usable alone:
+
+1. :func:`chunk_routes` — a :class:`RouteSet` becomes a
+   :class:`~a2a_compiler.chunk.PathSchedule`: every shard is split into ``C``
+   equal chunks.  ``C`` is the least common multiple of the weights'
+   denominators (for equal splits over ``k`` paths, of the path counts ``k``)
+   when that is at most ``max_chunks``: the file then carries the weights
+   exactly.  Otherwise the cap makes the splits inexact and the project's
+   chunker (largest remainder, then local rebalancing; Basu et al. §4) picks
+   ``C <= max_chunks``.
+2. :func:`layer_schedule` — virtual layers by a deadlock scheme
+   (:mod:`a2a_compiler.deadlock`) for the routes actually written.
+3. :func:`route_schedule` — the whole chain from a topology to a
+   :class:`RoutedSchedule`: the XML bytes, and every time *recomputed from
+   those bytes* through the cost model (:func:`a2a_compiler.chunk.predicted_time`
+   via :func:`a2a_compiler.verify.performance.routed_performance`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from dataclasses import dataclass
+from fractions import Fraction
+
+from ..chunk import PathSchedule, Route
+from ..chunk.chunking import chunk_path_schedule
+from ..deadlock import assign_layers, find_deadlock
+from ..errors import A2AError
+from ..fabric import Fabric
+from ..formats.mpi_paths import mpi_paths_to_xml, parse_mpi_paths
+from ..lower.mpi_paths import lower_mpi_paths
+from ..solve.result import FlowSolution, WeightedPath
+from ..topology.model import Topology
+from ..verify.performance import routed_performance
+from ..verify.topology_check import link_capacities
+from . import route
+from .result import RouteSet
+
+#: Default cap on chunks per shard for ``a2a routes``.
+DEFAULT_MAX_CHUNKS = 64
+#: A weight within this of a fraction with denominator <= max_chunks is that fraction.
+RATIONAL_TOL = 1e-9
+
+
+def exact_chunks(routes: RouteSet, max_chunks: int) -> int | None:
+    """Smallest ``C <= max_chunks`` with every path weight a multiple of ``1/C``, or ``None``."""
+    C = 1
+    for p in routes.paths:
+        q = Fraction(p.weight).limit_denominator(max_chunks)
+        if abs(float(q) - p.weight) > RATIONAL_TOL:
+            return None
+        C = math.lcm(C, q.denominator)
+        if C > max_chunks:
+            return None
+    return C
+
+
+def chunk_routes(routes: RouteSet, max_chunks: int = DEFAULT_MAX_CHUNKS, progress=None) -> tuple[PathSchedule, bool]:
+    """Chunk ``routes`` (module docstring, pass 1); returns the schedule and whether the split is exact.
+
+    Layers and per-hop virtual channels travel with their routes; a path that
+    receives no chunk is left out.  ``lp_time`` of the schedule is the routes'
+    own all-to-all time (before chunking).
+    """
+    if max_chunks < 1:
+        raise A2AError(f"--max-chunks must be >= 1, got {max_chunks}")
+    topo = routes.topology
+    C = exact_chunks(routes, max_chunks)
+    if C is not None:
+        pairs: dict[tuple[int, int], list] = {}
+        for p in routes.paths:
+            pairs.setdefault((p.src, p.dst), []).append(p)
+        out = []
+        for (s, d), plist in sorted(pairs.items()):
+            i = 0
+            for rid, p in enumerate(plist):
+                k = round(p.weight * C)
+                out.append(Route(s, d, p.nodes, rid, tuple(range(i, i + k)), p.layer))
+                i += k
+        sched = PathSchedule(topo.n_hosts, C, tuple(out), _links(topo), topo.n_nodes, topo.spec, routes.fabric,
+                             routes.algo, routes.alltoall_time)
+        return sched, True
+    solution = FlowSolution(
+        method=routes.algo, spec=topo.spec, fabric=routes.fabric, n_hosts=topo.n_hosts, n_links=topo.n_links,
+        concurrent_flow=1.0 / routes.alltoall_time, upper_bound=math.inf,
+        paths=tuple(WeightedPath(p.src, p.dst, p.nodes, p.weight) for p in routes.paths))
+    sched = chunk_path_schedule(topo, solution, max_chunks=max_chunks, progress=progress)
+    layer = {(p.src, p.dst, p.nodes): p.layer for p in routes.paths}
+    return dataclasses.replace(sched, routes=tuple(dataclasses.replace(r, layer=layer[(r.src, r.dst, r.nodes)])
+                                                   for r in sched.routes)), False
+
+
+def _links(topology: Topology) -> tuple[tuple[int, int, float], ...]:
+    return tuple((int(u), int(v), float(c)) for u, v, c in zip(topology.src, topology.dst, topology.capacity))
+
+
+def layer_schedule(schedule: PathSchedule, scheme: str, max_layers: int | None = None) -> PathSchedule:
+    """The schedule with every route's layer set by deadlock ``scheme`` (LASH keeps a pair in one layer)."""
+    layers = assign_layers([r.nodes for r in schedule.routes], scheme,
+                           pairs=[(r.src, r.dst) for r in schedule.routes], max_layers=max_layers)
+    return dataclasses.replace(schedule, routes=tuple(dataclasses.replace(r, layer=int(k))
+                                                      for r, k in zip(schedule.routes, layers)))
+
+
+@dataclass(frozen=True, eq=False)
+class RoutedSchedule:
+    """What ``a2a routes`` produces: the routes, the chunked schedule, the file, and its numbers.
+
+    ``alltoall_time`` is recomputed from ``xml`` (the file as written) by the
+    project's cost model; ``mcf_time`` is the optimal link-MCF time ``1/F`` of
+    the topology under the fabric, also written as the file's ``lp_time``.
+    """
+
+    routes: RouteSet
+    schedule: PathSchedule
+    xml: bytes
+    alltoall_time: float
+    chunks_exact: bool
+    layers: int
+    deadlock_free: bool
+    deadlock_cycle: str | None
+    deadlock: str | None
+    mcf_time: float
+    timings: dict
+
+    def summary(self) -> dict:
+        """The ``--json`` object of ``a2a routes``."""
+        rs, sch = self.routes, self.schedule
+        per_pair = rs.paths_per_pair()
+        return {
+            "algo": rs.algo,
+            "spec": rs.topology.spec,
+            "fabric": rs.fabric.to_json_dict(),
+            "hosts": rs.topology.n_hosts,
+            "alltoall_time": self.alltoall_time,
+            "route_time": rs.alltoall_time,
+            "lp_time": rs.lp_time,
+            "bound": rs.bound,
+            "mcf_time": self.mcf_time,
+            "ratio": self.alltoall_time / self.mcf_time,
+            "optimal": rs.optimal,
+            "mip_gap": rs.mip_gap,
+            "layers": self.layers,
+            "deadlock_free": self.deadlock_free,
+            "deadlock": self.deadlock,
+            "chunks_per_shard": sch.chunks_per_shard,
+            "chunks_exact": self.chunks_exact,
+            "routes": len(sch.routes),
+            "max_paths_per_pair": int(per_pair.max(initial=0)),
+            "seconds": float(sum(self.timings.values())),
+            "timings": dict(self.timings),
+            "info": dict(rs.info),
+        }
+
+
+def route_schedule(topology: Topology, algo: str, fabric: Fabric | None = None, *, deadlock: str | None = None,
+                   max_layers: int | None = None, max_chunks: int = DEFAULT_MAX_CHUNKS, mcf_time: float | None = None,
+                   name: str | None = None, progress=None, **options) -> RoutedSchedule:
+    """Route, chunk, layer, lower and price: the library entry point behind ``a2a routes``.
+
+    ``options`` go to the engine (e.g. ``time_limit=``, ``eps=``); ``mcf_time``
+    skips the link-MCF solve when the caller knows it.  Raises
+    :class:`A2AError` for bad input, an engine failure or too many layers.
+    """
+    fabric = fabric or Fabric()
+    timings = {}
+    t0 = time.perf_counter()
+    routes = route(topology, algo, fabric, progress=progress, **options)
+    t1 = time.perf_counter()
+    timings["route"] = t1 - t0
+    if progress:
+        progress(f"{algo}: {len(routes.paths)} paths in {t1 - t0:.2f} s, all-to-all time {routes.alltoall_time:.6g}")
+    schedule, exact = chunk_routes(routes, max_chunks, progress)
+    t2 = time.perf_counter()
+    timings["chunk"] = t2 - t1
+    if deadlock is not None:
+        schedule = layer_schedule(schedule, deadlock, max_layers)
+        timings["layers"] = time.perf_counter() - t2
+    if mcf_time is None:
+        from ..solve import solve
+
+        t3 = time.perf_counter()
+        mcf_time = solve(topology, fabric, "mcf-decomp").a2a_time
+        timings["mcf"] = time.perf_counter() - t3
+    schedule = dataclasses.replace(schedule, lp_time=mcf_time)
+    xml = mpi_paths_to_xml(lower_mpi_paths(schedule, name))
+    program = parse_mpi_paths(xml, f"<{algo} routes>")
+    perf = routed_performance(program, fabric, link_capacities(topology))
+    classes = [(s.layer,) * (len(s.nodes) - 1) for s in program.sends]
+    cycle = find_deadlock([s.nodes for s in program.sends], classes)
+    layers = 1 + max((max(c, default=0) for c in classes), default=0)
+    if max_layers is not None and layers > max_layers:
+        raise A2AError(f"{algo}: the routes use {layers} virtual layers, more than --max-layers {max_layers}; "
+                       "choose a --deadlock scheme")
+    return RoutedSchedule(routes, schedule, xml, perf.predicted_time, exact, layers, cycle is None, cycle, deadlock,
+                          mcf_time, timings)
