@@ -41,8 +41,8 @@ import scipy.sparse as sp
 from scipy.sparse import csgraph
 
 from ..errors import A2AError
-from ..fabric import Fabric, augment
-from ..solve.certificate import Routing, check_connected, decompose_flow
+from ..fabric import Fabric
+from ..solve.certificate import Routing, decompose_flow, solve_graph
 from ..solve.mcf import finish
 from ..topology.model import Topology
 from .result import RouteSet
@@ -72,12 +72,10 @@ def fptas(topology: Topology, fabric: Fabric | None = None, *, eps: float = DEFA
     ``info`` has the phase count, why the run stopped and the certified ratio.
     ``early_stop=False`` runs to Garg–Könemann's ``D(l) >= 1`` stopping rule.
     """
-    fabric = fabric or Fabric()
     if not (0 < eps < 1):
         raise A2AError(f"fptas: --eps must be in (0, 1), got {eps}")
-    aug = augment(topology, fabric)
+    fabric, aug, _, _ = solve_graph(topology, fabric)
     g = aug.topology
-    check_connected(g)
     t0 = time.perf_counter()
     n, nh = g.n_nodes, g.n_hosts
     live = np.flatnonzero(g.capacity > 0)

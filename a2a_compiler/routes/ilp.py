@@ -26,8 +26,8 @@ import time
 import numpy as np
 
 from ..errors import A2AError
-from ..fabric import Fabric, augment
-from ..solve.certificate import Routing, check_connected
+from ..fabric import Fabric
+from ..solve.certificate import Routing, solve_graph
 from ..solve.lp import solve_mip
 from ..solve.paths import DEFAULT_MAX_PATHS, candidate_paths, route_links
 from ..solve.pmcf import path_lp
@@ -64,15 +64,13 @@ def ilp(topology: Topology, fabric: Fabric | None = None, *, paths: str = "disjo
     ``eps``); ``mip_gap`` is the final relative gap and ``bound`` HiGHS's dual
     bound on the time of any single-path routing over the candidates.
     """
-    fabric = fabric or Fabric()
     algo = f"ilp-{paths}"
     if not (time_limit > 0):
         raise A2AError(f"{algo}: --time-limit must be positive, got {time_limit}")
     if not (0 <= eps < 1):
         raise A2AError(f"{algo}: --eps must be in [0, 1), got {eps}")
-    aug = augment(topology, fabric)
+    fabric, aug, _, _ = solve_graph(topology, fabric)
     g = aug.topology
-    check_connected(g)
     t0 = time.perf_counter()
     sets = candidate_paths(topology, paths, max_paths)
     pairs = sorted(sets)
