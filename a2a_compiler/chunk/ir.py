@@ -54,7 +54,8 @@ class Route:
     """Chunks ``chunks`` (indices into shard ``src->dst``) follow ``nodes``.
 
     ``nodes`` starts at ``src`` and ends at ``dst``; node ids are topology ids,
-    so hosts (ids < n_ranks) are ranks and larger ids are switches.
+    so hosts (ids < n_ranks) are ranks and larger ids are switches.  ``layer`` is
+    the route's virtual layer; ``vcs``, when given, one virtual channel per hop.
     """
 
     src: int
@@ -63,6 +64,7 @@ class Route:
     route_id: int
     chunks: tuple[int, ...]
     layer: int = 0
+    vcs: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -182,6 +184,8 @@ def _validate_path(sch: PathSchedule, links: set) -> None:
         ids.add((r.src, r.dst, r.route_id))
         if len(r.nodes) < 2 or r.nodes[0] != r.src or r.nodes[-1] != r.dst:
             raise FormatError(f"{name}: nodes {list(r.nodes)} must run from {r.src} to {r.dst}")
+        if r.vcs is not None and (len(r.vcs) != len(r.nodes) - 1 or min(r.vcs, default=0) < 0):
+            raise FormatError(f"{name}: vcs {list(r.vcs)} must give one virtual channel >= 0 per hop")
         for u, v in zip(r.nodes, r.nodes[1:]):
             if (u, v) not in links:
                 raise FormatError(f"{name}: hop {u}->{v} is not a link of {sch.spec}")
@@ -260,7 +264,7 @@ def to_json_dict(schedule: Schedule) -> dict:
         d["n_nodes"] = schedule.n_nodes
         d["routes"] = [
             {"src": r.src, "dst": r.dst, "route_id": r.route_id, "layer": r.layer,
-             "nodes": list(r.nodes), "chunks": list(r.chunks)}
+             "nodes": list(r.nodes), "chunks": list(r.chunks), **({"vcs": list(r.vcs)} if r.vcs is not None else {})}
             for r in schedule.routes
         ]
     return d
@@ -381,7 +385,8 @@ def _from_json_dict(d, source: str) -> Schedule:
                     raise FormatError(f"{where}: node id outside 0..{n_nodes - 1}")
                 routes.append(Route(_int(r["src"], f"{where} src"), _int(r["dst"], f"{where} dst"), nodes,
                                     _int(r["route_id"], f"{where} route_id", 0), _ints(r["chunks"], f"{where} chunks"),
-                                    _int(r.get("layer", 0), f"{where} layer", 0)))
+                                    _int(r.get("layer", 0), f"{where} layer", 0),
+                                    _ints(r["vcs"], f"{where} vcs") if r.get("vcs") is not None else None))
             sch = PathSchedule(routes=tuple(routes), n_nodes=n_nodes, **common)
         else:
             raise FormatError(f"kind must be \"link\" or \"path\", got {kind!r}")

@@ -20,7 +20,11 @@ checks:
                      all-to-all transpose, each chunk delivered once, no read of unwritten data,
                      no overwrite of live data, local accesses ordered by dependencies
   deadlock freedom   MSCCL: thread blocks with dependencies and 8-slot FIFO connections; a stuck
-                     program is reported with its wait-for cycle
+                     program is reported with its wait-for cycle.  MPI paths with --deadlock-free:
+                     the routes' channel dependencies over (link, virtual channel) -- each
+                     route's layer, or its per-hop vcs -- are acyclic (Dally & Seitz), so the
+                     routes cannot deadlock under wormhole / credit-based flow control; a cycle
+                     is reported channel by channel
   topology           with --topology: every transfer (route hop) is a real link
   performance        predicted time in link-times (one shard over one link) and, with
                      --topology, the LP optimum 1/F and the ratio
@@ -38,6 +42,9 @@ def register(sub) -> None:
     add_topology_args(p, positional=False)
     add_fabric_args(p)
     p.add_argument("--no-lp", action="store_true", help="with --topology, skip solving the LP for the optimum")
+    p.add_argument("--deadlock-free", action="store_true",
+                   help="MPI path files: prove the routes' channel dependency graph over (link, virtual channel) "
+                        "acyclic (the layers or vcs written by 'a2a routes --deadlock')")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object: valid, format, ranks, checks, errors, warnings, "
                         "predicted_time, lp_time, ratio_to_lp")
@@ -48,7 +55,8 @@ def run(args) -> int:
     from ..verify import CHECKS, verify_file
 
     topology = topology_from_args(args) if args.spec else None
-    report = verify_file(args.file, topology, fabric_from_args(args), lp=not args.no_lp)
+    report = verify_file(args.file, topology, fabric_from_args(args), lp=not args.no_lp,
+                         deadlock_free=args.deadlock_free)
     if args.json:
         print_json(report.to_json())
         return 0 if report.valid else 1

@@ -1,6 +1,6 @@
 """MPI path schedule XML: program, reader and writer (Basu et al. §4 "Path-based Schedules").
 
-``<mpi_paths>`` → one ``<rank id>`` per rank → ``<send dst route_id layer route chunks/>``
+``<mpi_paths>`` → one ``<rank id>`` per rank → ``<send dst route_id layer route [vcs] chunks/>``
 (contract in docs/formats.md).
 """
 
@@ -20,7 +20,11 @@ ROOT = "mpi_paths"
 
 @dataclass(frozen=True)
 class PathSend:
-    """Rank ``src`` sends chunks ``chunks`` of its shard for ``dst`` along ``nodes``."""
+    """Rank ``src`` sends chunks ``chunks`` of its shard for ``dst`` along ``nodes``.
+
+    ``layer`` is the route's virtual layer; ``vcs``, when given, one virtual
+    channel per hop instead (a route that changes channel on the way).
+    """
 
     src: int
     dst: int
@@ -28,6 +32,12 @@ class PathSend:
     layer: int
     nodes: tuple[int, ...]
     chunks: tuple[int, ...]
+    vcs: tuple[int, ...] | None = None
+
+    @property
+    def channels(self) -> tuple[int, ...]:
+        """The virtual channel of every hop: ``vcs``, or ``layer`` on every hop."""
+        return self.vcs if self.vcs is not None else (self.layer,) * max(len(self.nodes) - 1, 0)
 
 
 @dataclass(frozen=True)
@@ -72,13 +82,19 @@ def mpi_paths_from_element(root, source: str) -> MpiPathProgram:
         if rid != i:
             raise FormatError(f"{where(r, source)} id={rid}, expected {i} (ranks in id order)")
         for s in children(r, "send", source):
+            nodes = attr_ints(s, "route", source)
+            vcs = attr_ints(s, "vcs", source) if s.get("vcs") is not None else None
+            if vcs is not None and (len(vcs) != len(nodes) - 1 or min(vcs, default=0) < 0):
+                raise FormatError(f"{where(s, source)} vcs={s.get('vcs')!r} must give one virtual channel >= 0 "
+                                  f"per hop of route={s.get('route')!r} ({max(len(nodes) - 1, 0)} hops)")
             sends.append(PathSend(
                 src=rid,
                 dst=attr_int(s, "dst", source),
                 route_id=attr_int(s, "route_id", source),
                 layer=attr_int(s, "layer", source, 0),
-                nodes=attr_ints(s, "route", source),
+                nodes=nodes,
                 chunks=attr_ints(s, "chunks", source),
+                vcs=vcs,
             ))
     if len(rank_els) != nranks:
         raise FormatError(f"{source}: {len(rank_els)} <rank> elements, nranks={nranks}")
@@ -101,7 +117,8 @@ def mpi_paths_to_xml(program: MpiPathProgram) -> bytes:
         if not 0 <= s.src < p.nranks:
             raise FormatError(f"send from rank {s.src} outside 0..{p.nranks - 1}")
         element(rank_els[s.src], "send", [
-            ("dst", s.dst), ("route_id", s.route_id), ("layer", s.layer),
-            ("route", " ".join(map(str, s.nodes))), ("chunks", " ".join(map(str, s.chunks))),
+            ("dst", s.dst), ("route_id", s.route_id), ("layer", s.layer), ("route", " ".join(map(str, s.nodes))),
+        ] + ([("vcs", " ".join(map(str, s.vcs)))] if s.vcs is not None else []) + [
+            ("chunks", " ".join(map(str, s.chunks))),
         ])
     return serialize(root)

@@ -12,9 +12,9 @@ def lower_mpi_paths(schedule: PathSchedule, name: str | None = None) -> MpiPathP
     """Lower a routed schedule to the MPI path format (Basu et al. §4 "Path-based Schedules").
 
     One ``send`` per route, grouped by source and ordered by (dst, route_id);
-    route ids, layers and node sequences are kept as the chunking stage chose them.
+    route ids, layers, per-hop virtual channels and node sequences are kept as the chunking stage chose them.
     """
-    sends = tuple(PathSend(r.src, r.dst, r.route_id, r.layer, tuple(r.nodes), tuple(sorted(r.chunks)))
+    sends = tuple(PathSend(r.src, r.dst, r.route_id, r.layer, tuple(r.nodes), tuple(sorted(r.chunks)), r.vcs)
                   for r in sorted(schedule.routes, key=lambda r: (r.src, r.dst, r.route_id)))
     return MpiPathProgram(program_name(schedule, name), schedule.n_ranks, schedule.n_nodes,
                           schedule.chunks_per_shard, sends, schedule.lp_time)

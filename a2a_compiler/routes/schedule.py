@@ -62,7 +62,7 @@ def exact_chunks(routes: RouteSet, max_chunks: int) -> int | None:
 def chunk_routes(routes: RouteSet, max_chunks: int = DEFAULT_MAX_CHUNKS, progress=None) -> tuple[PathSchedule, bool]:
     """Chunk ``routes`` (module docstring, pass 1); returns the schedule and whether the split is exact.
 
-    Layers and per-hop virtual channels travel with their routes; a path that
+    Layers and per-hop virtual channels (``vcs``) travel with their routes; a path that
     receives no chunk is left out.  ``lp_time`` of the schedule is the routes'
     own all-to-all time (before chunking).
     """
@@ -79,7 +79,7 @@ def chunk_routes(routes: RouteSet, max_chunks: int = DEFAULT_MAX_CHUNKS, progres
             i = 0
             for rid, p in enumerate(plist):
                 k = round(p.weight * C)
-                out.append(Route(s, d, p.nodes, rid, tuple(range(i, i + k)), p.layer))
+                out.append(Route(s, d, p.nodes, rid, tuple(range(i, i + k)), p.layer, p.vcs))
                 i += k
         sched = PathSchedule(topo.n_hosts, C, tuple(out), _links(topo), topo.n_nodes, topo.spec, routes.fabric,
                              routes.algo, routes.alltoall_time)
@@ -89,8 +89,8 @@ def chunk_routes(routes: RouteSet, max_chunks: int = DEFAULT_MAX_CHUNKS, progres
         concurrent_flow=1.0 / routes.alltoall_time, upper_bound=math.inf,
         paths=tuple(WeightedPath(p.src, p.dst, p.nodes, p.weight) for p in routes.paths))
     sched = chunk_path_schedule(topo, solution, max_chunks=max_chunks, progress=progress)
-    layer = {(p.src, p.dst, p.nodes): p.layer for p in routes.paths}
-    return dataclasses.replace(sched, routes=tuple(dataclasses.replace(r, layer=layer[(r.src, r.dst, r.nodes)])
+    channels = {(p.src, p.dst, p.nodes): {"layer": p.layer, "vcs": p.vcs} for p in routes.paths}
+    return dataclasses.replace(sched, routes=tuple(dataclasses.replace(r, **channels[(r.src, r.dst, r.nodes)])
                                                    for r in sched.routes)), False
 
 
@@ -99,10 +99,11 @@ def _links(topology: Topology) -> tuple[tuple[int, int, float], ...]:
 
 
 def layer_schedule(schedule: PathSchedule, scheme: str, max_layers: int | None = None) -> PathSchedule:
-    """The schedule with every route's layer set by deadlock ``scheme`` (LASH keeps a pair in one layer)."""
+    """The schedule with every route's layer set by deadlock ``scheme`` (LASH keeps a pair in one layer);
+    per-hop virtual channels the engine chose are replaced."""
     layers = assign_layers([r.nodes for r in schedule.routes], scheme,
                            pairs=[(r.src, r.dst) for r in schedule.routes], max_layers=max_layers)
-    return dataclasses.replace(schedule, routes=tuple(dataclasses.replace(r, layer=int(k))
+    return dataclasses.replace(schedule, routes=tuple(dataclasses.replace(r, layer=int(k), vcs=None)
                                                       for r, k in zip(schedule.routes, layers)))
 
 
@@ -190,7 +191,7 @@ def route_schedule(topology: Topology, algo: str, fabric: Fabric | None = None, 
     xml = mpi_paths_to_xml(lower_mpi_paths(schedule, name))
     program = parse_mpi_paths(xml, f"<{algo} routes>")
     perf = routed_performance(program, fabric, link_capacities(topology))
-    classes = [(s.layer,) * (len(s.nodes) - 1) for s in program.sends]
+    classes = [s.channels for s in program.sends]
     cycle = find_deadlock([s.nodes for s in program.sends], classes)
     layers = 1 + max((max(c, default=0) for c in classes), default=0)
     if max_layers is not None and layers > max_layers:

@@ -8,7 +8,8 @@ check               what                                              module
 =================== ================================================ =========================
 executor rules      MSCCL lexical form, attributes, ids, limits       :mod:`..formats.msccl_rules`
 data movement       symbolic execution: output = all-to-all transpose :mod:`.simulate`
-deadlock freedom    wait-for analysis with 8-slot FIFOs (MSCCL)       :mod:`.simulate`
+deadlock freedom    wait-for analysis with 8-slot FIFOs (MSCCL);      :mod:`.simulate`,
+                    MPI paths: acyclic channel dependencies           :mod:`..deadlock`
 topology            every transfer / route hop is a real link         :mod:`.topology_check`
 performance         predicted time, ratio to the LP optimum           :mod:`.performance`
 =================== ================================================ =========================
@@ -19,6 +20,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from ..deadlock import find_deadlock
 from ..fabric import Fabric
 from ..files import read_bytes
 from ..formats import FORMATS, detect_format
@@ -76,13 +78,13 @@ class Report:
 
 
 def verify_file(path: str | os.PathLike, topology: Topology | None = None, fabric: Fabric | None = None,
-                lp: bool = True) -> Report:
+                lp: bool = True, deadlock_free: bool = False) -> Report:
     """Read ``path`` and :func:`verify_bytes` it."""
-    return verify_bytes(read_bytes(path), str(path), topology, fabric, lp)
+    return verify_bytes(read_bytes(path), str(path), topology, fabric, lp, deadlock_free)
 
 
 def verify_bytes(data: bytes, source: str = "<xml>", topology: Topology | None = None,
-                 fabric: Fabric | None = None, lp: bool = True) -> Report:
+                 fabric: Fabric | None = None, lp: bool = True, deadlock_free: bool = False) -> Report:
     """Run every check that applies to the file's format.
 
     Unreadable input (malformed XML, an unknown root, hostile constructs, bad
@@ -90,7 +92,9 @@ def verify_bytes(data: bytes, source: str = "<xml>", topology: Topology | None =
     problem is recorded in the returned :class:`Report`.  With a ``topology``,
     transfers must use its links, predicted times use its capacities and, with
     ``lp``, the LP optimum (``1/F`` of the MCF on ``topology`` under ``fabric``)
-    is computed for comparison.
+    is computed for comparison.  With ``deadlock_free``, an MPI path program's
+    routes must have acyclic channel dependencies over (link, virtual channel)
+    (:func:`a2a_compiler.deadlock.find_deadlock`; layers or per-hop ``vcs``).
     """
     fabric = fabric or Fabric()
     root = parse_xml(data, source)
@@ -143,7 +147,15 @@ def verify_bytes(data: bytes, source: str = "<xml>", topology: Topology | None =
     else:
         report = Report(source, fmt, program.nranks, program.chunks_per_shard)
         report.skipped["executor rules"] = "MSCCL only"
-        report.skipped["deadlock freedom"] = "routes are independent end-to-end transfers"
+        if deadlock_free:
+            cycle = find_deadlock([s.nodes for s in program.sends], [s.channels for s in program.sends])
+            if cycle is not None:
+                report.errors["deadlock freedom"].append(
+                    f"cyclic channel dependencies over (link, virtual channel): {cycle}; under wormhole or "
+                    "credit-based flow control these routes can deadlock (give them other layers or vcs)")
+        else:
+            report.skipped["deadlock freedom"] = ("routes are independent end-to-end transfers; --deadlock-free "
+                                                  "checks their channel dependencies")
         size = program.nranks * program.nranks * program.chunks_per_shard
         if size > MAX_SIMULATED_CHUNKS:
             report.errors["data movement"].append(_too_big(size))
