@@ -261,6 +261,29 @@ def test_var_ary_tree_def2():
     assert np.array_equal(np.unique(w.capacity[(w.src >= 16) & (w.dst >= 16)]), [3.0])
     assert np.all(w.capacity[(w.src < 16) | (w.dst < 16)] == 1.0)
 
+
+
+def test_fattree_merged_roots_and_partial_population():
+    """Table I's variants: merged roots (one switch per root neighbour set) and partially populated trees."""
+    t = from_spec("fattree:4,2,merge=4")                      # one 16-port root, a port group of 4 per leaf
+    assert (t.n_hosts, t.n_switches) == (16, 5)
+    root = t.n_nodes - 1
+    assert sorted(t.src[t.dst == root]) == [16, 17, 18, 19] and np.all(t.capacity[t.dst == root] == 4.0)
+    half = from_spec("fattree:4,3,hosts=32")                  # half 4-ary-3-tree: 8 leaves, 8 middle, 16 roots
+    assert (half.n_hosts, half.n_switches, half.n_links) == (32, 32, 2 * (32 + 32 + 32))
+    assert half.names[32:40] == tuple(f"s0:{i}" for i in range(8)) and half.names[-1] == "s2:15"
+    fig5 = from_spec("fattree:4,3,merge=2,hosts=32")           # Zahavi Fig. 5: roots merged in pairs
+    assert (fig5.n_switches, fig5.spec) == (24, "fattree:4,3,merge=2,hosts=32")
+    roots = fig5.src >= fig5.n_hosts + 16
+    assert np.all(fig5.capacity[roots] == 2.0) and np.all(np.bincount(fig5.src[roots])[fig5.n_hosts + 16:] == 2)
+    assert "partially populated: hosts 0..31 of 64" in fig5.notes[1]
+    assert from_spec("fattree:4,3,hosts=48").n_switches == 12 + 12 + 16   # 3/4 tree: 12 leaves, 12 middle, 16 roots
+    stage = from_spec("vartree:4,4,2,w=1x2")                  # CBB per stage: width 1 below, 2 above
+    mid_up = (stage.src >= 32 + 8) & (stage.src < 32 + 16) & (stage.dst >= 32 + 16)
+    assert np.all(stage.capacity[mid_up] == 2.0) and np.all(stage.capacity[(stage.src >= 32) & (stage.dst >= 32)
+                                                                           & ~mid_up & (stage.src < 32 + 8)] == 1.0)
+
+
 # ------------------------------------------------------------- bad specs
 @pytest.mark.parametrize("spec,message", [
     ("slimfly:6", "slimfly:6: parameter q must be a prime power"),
@@ -274,7 +297,11 @@ def test_var_ary_tree_def2():
     ("hyperx:4,2,q=1", "unknown option(s) q; allowed: p"),
     ("fattree:1,3", "fattree:1,3: parameter k must be >= 2"),
     ("vartree:4,0,2", "vartree:4,0,2: parameter M0 (port groups per switch) must be >= 1"),
-    ("vartree:", "expected vartree:K0,M0,M1,...[,w=W]"),
+    ("vartree:", "expected vartree:K0,M0,M1,...[,w=W][,merge=M][,hosts=H]"),
+    ("fattree:4,3,merge=3", "parameter merge (roots merged into one) must be >= 1 and divide the top arity"),
+    ("fattree:4,3,hosts=0", "fattree:4,3,hosts=0: parameter hosts must be in 1..64"),
+    ("vartree:4,2,2,w=1x2x3", "parameter w must give one width or 2 (one per level pair)"),
+    ("fattree:4,3,root=2", "unknown option(s) root; allowed: merge, hosts"),
     ("dragonfly:4,2", "expected a,h,p"),
     ("mesh:3", "unknown topology family 'mesh'"),
     ("complete:100000", "complete:100000: parameter N must be >= 2 with N*(N-1) <= 20000000"),

@@ -30,6 +30,8 @@ ENGINES: dict[str, tuple[str, str]] = {
     "mcf-extp": ("flows", "mcf_extp"),
     "pmcf-disjoint": ("flows", "pmcf_disjoint"),
     "pmcf-shortest": ("flows", "pmcf_shortest"),
+    "ftree": ("ftree", "ftree"),
+    "minhop": ("minhop", "minhop"),
 }
 
 

@@ -318,51 +318,94 @@ def hyperx(s: int, dims: int, p: int = 1) -> Topology:
 
 
 # ---------------------------------------------------------------- fat tree
-def var_ary_tree(k0: int, arities: tuple[int, ...], width: int = 1, *, spec: str | None = None) -> Topology:
+def var_ary_tree(k0: int, arities: tuple[int, ...], width=1, *, merge: int = 1, hosts: int | None = None,
+                 spec: str | None = None) -> Topology:
     """var-ary-n-tree (Zahavi et al. 2009, Def. 2): fat trees of varying arity.
 
     ``n = len(arities) + 1`` switch levels, each with ``prod(arities)`` switches
     ``(r, S_{n-2} .. S_0)``, ``S_j in 0..M_j-1`` (``M_j = arities[j]``).  Switches
     at levels r and r+1 are joined iff their digits agree except digit r, by a
-    port group of ``width`` parallel cables (one link of capacity ``width``).
-    Leaf switch ``I_S = sum_i S_i P_i`` (``P_i = prod_{j<i} M_j``) carries hosts
-    ``K_0 I_S .. K_0 I_S + K_0 - 1`` (the Definition's ``j = p + sum_i S_i P_i``
-    with the host digits shifted by one, the only reading that gives distinct
-    hosts).  Switch ``(r, I_S)`` has id ``n_hosts + r*prod(M) + I_S``; switches
-    only forward.  Partial population: puncture hosts (``--remove-nodes``).
+    port group of ``width`` parallel cables (one link of capacity ``width``;
+    ``width`` may also give one value per level pair, so a tree can have a
+    reduced CBB on one stage only).  Leaf switch ``I_S = sum_i S_i P_i``
+    (``P_i = prod_{j<i} M_j``) carries hosts ``K_0 I_S .. K_0 I_S + K_0 - 1``
+    (the Definition's ``j = p + sum_i S_i P_i`` with the host digits shifted by
+    one, the only reading that gives distinct hosts).  Switch ``(r, I_S)`` has id
+    ``n_hosts + (switches below level r) + I_S``; switches only forward.
+
+    Two variants of Table I (Zahavi et al. §4.1):
+
+    * ``merge = M`` **merges roots**: the M top-level switches whose digit
+      ``S_{n-2}`` differs only in ``S_{n-2} // M`` have the same neighbours and
+      become one switch with M times the ports (digit ``S_{n-2}`` of a root
+      runs over ``0..M_{n-2}/M - 1``), so each root port group has M times the
+      cables.
+    * ``hosts = H`` **populates the tree partially** (§3.2): only hosts
+      ``0..H-1`` exist (the leaves fill in index order) and switches with no
+      host below them are left out, so ``fattree:4,3,hosts=32`` is the half
+      4-ary-3-tree of 8 leaves.  Random partial population: ``--remove-nodes``.
     """
     arities = tuple(int(m) for m in arities)
-    spec = spec or "vartree:" + ",".join(str(x) for x in (k0, *arities)) + (f",w={width}" if width != 1 else "")
+    widths = tuple(int(x) for x in width) if isinstance(width, (tuple, list)) else (int(width),) * len(arities)
+    if spec is None:
+        wtext = "" if set(widths) <= {1} else f",w={widths[0]}" if len(set(widths)) == 1 else \
+            ",w=" + "x".join(map(str, widths))
+        spec = "vartree:" + ",".join(str(x) for x in (k0, *arities)) + wtext
+        spec += (f",merge={merge}" if merge != 1 else "") + (f",hosts={hosts}" if hosts is not None else "")
     _require(k0 >= 1, "K0", "(hosts per leaf switch) must be >= 1", spec)
     for j, m in enumerate(arities):
         _require(m >= 1, f"M{j}", "(port groups per switch) must be >= 1", spec)
-    _require(width >= 1, "w", "(cables per port group) must be >= 1", spec)
+    _require(len(widths) == len(arities), "w", f"must give one width or {len(arities)} (one per level pair)", spec)
+    _require(min(widths, default=1) >= 1, "w", "(cables per port group) must be >= 1", spec)
     per = int(np.prod(arities, dtype=np.int64)) if arities else 1
     n = len(arities) + 1
+    _require(merge >= 1 and (merge == 1 or (arities and arities[-1] % merge == 0)), "merge",
+             "(roots merged into one) must be >= 1 and divide the top arity M_{n-2}", spec)
     _require(k0 * per <= MAX_NODES and n * per <= MAX_NODES, "K0,M", f"must keep hosts and switches <= {MAX_NODES}", spec)
     nh = k0 * per
+    _require(hosts is None or 1 <= hosts <= nh, "hosts", f"must be in 1..{nh}", spec)
     place = np.concatenate([[1], np.cumprod(arities, dtype=np.int64)])  # P_i
+    count = [per] * (n - 1) + [per // merge]                           # switches per level
+    first = nh + np.concatenate([[0], np.cumsum(count)])                # id of switch (r, 0)
     idx = np.arange(per)
     pairs = [np.stack([np.arange(nh), nh + np.arange(nh) // k0], 1)]
     caps = [np.ones(nh)]
     for r, m in enumerate(arities):
         digit = (idx // place[r]) % m
-        for t in range(m):  # upper switch with digit r set to t
-            pairs.append(np.stack([nh + r * per + idx, nh + (r + 1) * per + idx + (t - digit) * place[r]], 1))
-            caps.append(np.full(per, float(width)))
-    names = [f"h{j}" for j in range(nh)] + [f"s{r}:{i}" for r in range(n) for i in range(per)]
-    return Topology.from_links(spec, nh, np.concatenate(pairs), n_switches=n * per, capacity=np.concatenate(caps),
-                               names=names, notes=("hosts hang off leaf switches; switches only forward",))
+        top = r == n - 2 and merge > 1
+        for t in range(0, m, merge if top else 1):  # upper switch with digit r set to t (t // merge if merged)
+            upper = idx % place[r] + (t // merge) * place[r] if top else idx + (t - digit) * place[r]
+            pairs.append(np.stack([first[r] + idx, first[r + 1] + upper], 1))
+            caps.append(np.full(per, float(widths[r] * (merge if top else 1))))
+    names = [f"h{j}" for j in range(nh)] + [f"s{r}:{i}" for r in range(n) for i in range(count[r])]
+    pairs, caps = np.concatenate(pairs), np.concatenate(caps)
+    notes = ["hosts hang off leaf switches; switches only forward"]
+    if hosts is not None and hosts < nh:
+        # keep hosts 0..H-1 and every switch with a host below it: switch (r, I) sees the
+        # leaves that share its digits r..n-2, the first of which is (I // P_r) * P_r
+        level = np.repeat(np.arange(n), count)
+        below = (np.concatenate([np.arange(c) for c in count]) // place[level]) * place[level]
+        keep = np.concatenate([np.arange(nh) < hosts, k0 * below < hosts])
+        new_id = np.cumsum(keep) - 1
+        ok = keep[pairs[:, 0]] & keep[pairs[:, 1]]
+        pairs, caps = new_id[pairs[ok]], caps[ok]
+        names = [nm for nm, k in zip(names, keep) if k]
+        notes.append(f"partially populated: hosts 0..{hosts - 1} of {nh}; switches without hosts below left out")
+        nh, n_sw = hosts, int(keep[nh:].sum())
+    else:
+        n_sw = sum(count)
+    return Topology.from_links(spec, nh, pairs, n_switches=n_sw, capacity=caps, names=names, notes=notes)
 
 
-def fattree(k: int, n: int) -> Topology:
+def fattree(k: int, n: int, *, merge: int = 1, hosts: int | None = None) -> Topology:
     """k-ary n-tree (Petrini & Vanneschi 1997; Zahavi et al. 2009, Def. 1).
 
     k^n hosts and n*k^(n-1) switches: the var-ary-n-tree with ``K_0 = M_j = k``
-    (:func:`var_ary_tree`).
+    (:func:`var_ary_tree`, which also explains ``merge`` (merged roots) and
+    ``hosts`` (partial population)).
     """
-    spec = f"fattree:{k},{n}"
+    spec = f"fattree:{k},{n}" + (f",merge={merge}" if merge != 1 else "") + (f",hosts={hosts}" if hosts is not None else "")
     _require(k >= 2, "k", "must be >= 2", spec)
     _require(n >= 1, "n", "must be >= 1", spec)
     _require(k**n <= MAX_NODES, "k,n", f"must keep k^n <= {MAX_NODES} hosts", spec)
-    return var_ary_tree(k, (k,) * (n - 1), spec=spec)
+    return var_ary_tree(k, (k,) * (n - 1), merge=merge, hosts=hosts, spec=spec)

@@ -55,11 +55,18 @@ def _torus(pos, kw, spec):
     return gen.torus(tuple(_int(k, f"k{m + 1}", spec) for m, k in enumerate(pos[0].split("x"))))
 
 
+def _fattree(pos, kw, spec):
+    ints, opts = _args(pos, kw, spec, ["k", "n"], {"merge": 1, "hosts": None})
+    return gen.fattree(*ints, **opts)
+
+
 def _vartree(pos, kw, spec):
     if not pos:
-        raise SpecError(f"{spec}: expected vartree:K0,M0,M1,...[,w=W], e.g. vartree:4,2,2")
-    ints, opts = _args(pos, kw, spec, ["K0"] + [f"M{j}" for j in range(len(pos) - 1)], {"w": 1})
-    return gen.var_ary_tree(ints[0], tuple(ints[1:]), opts["w"])
+        raise SpecError(f"{spec}: expected vartree:K0,M0,M1,...[,w=W][,merge=M][,hosts=H], e.g. vartree:4,2,2")
+    width = kw.pop("w", "1")
+    ints, opts = _args(pos, kw, spec, ["K0"] + [f"M{j}" for j in range(len(pos) - 1)], {"merge": 1, "hosts": None})
+    widths = tuple(_int(x, "w", spec) for x in width.split("x"))
+    return gen.var_ary_tree(ints[0], tuple(ints[1:]), widths if len(widths) > 1 else widths[0], **opts)
 
 
 def _file(pos, kw, spec):
@@ -93,9 +100,10 @@ FAMILIES: dict[str, Family] = {
                lambda p, k, s: _call(gen.dragonfly, p, k, s, ["a", "h", "p"])),
         Family("hyperx", "hyperx:S,L[,p=P]  (default p=1)", "hyperx:4,2,p=1",
                lambda p, k, s: _call(gen.hyperx, p, k, s, ["S", "L"], {"p": 1})),
-        Family("fattree", "fattree:k,n  (k-ary n-tree)", "fattree:4,3",
-               lambda p, k, s: _call(gen.fattree, p, k, s, ["k", "n"])),
-        Family("vartree", "vartree:K0,M0,M1,...[,w=W]  (var-ary-n-tree)", "vartree:4,2,2", _vartree),
+        Family("fattree", "fattree:k,n[,merge=M][,hosts=H]  (k-ary n-tree; merged roots, partial population)",
+               "fattree:4,3", _fattree),
+        Family("vartree", "vartree:K0,M0,M1,...[,w=W|W0xW1x...][,merge=M][,hosts=H]  (var-ary-n-tree)",
+               "vartree:4,2,2", _vartree),
         Family("file", "file:PATH  (JSON topology or edge list)", "file:my.json", _file),
     ]
 }
