@@ -30,6 +30,7 @@ of its least used cable when the group is filled round robin.
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from dataclasses import dataclass
 
@@ -234,15 +235,18 @@ def ftree_tables(order: TreeOrder) -> np.ndarray:
     return nxt
 
 
-def ftree(topology: Topology, fabric: Fabric) -> RouteSet:
+def ftree(topology: Topology, fabric: Fabric | None = None, *, progress=None) -> RouteSet:
     """Route every ordered host pair along Zahavi's fat-tree tables (:func:`ftree_tables`).
 
-    One path per pair, destination-based.  ``info`` records the tree's levels
-    and its leaves' host slots (``slots`` > hosts: a partially populated tree).
+    One minimal up/down path per pair, destination-based.  ``info`` records the
+    tree's levels, leaves and host slots (more slots than hosts: a partially
+    populated tree routed with place keepers).
     """
+    t0 = time.perf_counter()
     order = extract_tree(topology)
     nxt = ftree_tables(order)
     src, dst = all_pairs(topology.n_hosts)
     nodes = trace(topology, nxt, src, dst, algo="ftree")
-    return routes_from_nodes("ftree", topology, fabric, src, dst, nodes,
+    return routes_from_nodes("ftree", topology, fabric or Fabric(), src, dst, nodes,
+                             timings={"route": time.perf_counter() - t0},
                              info={"levels": order.levels, "leaves": len(order.leaves), "slots": order.slots.size})
