@@ -18,6 +18,7 @@ from a2a_compiler.errors import A2AError
 
 from .plan import (BUF_I, BUF_O, CPY, RCS, RECV, SEND, MscclPlan, OnecclPlan, PathPlan, RankPlan,
                    build_plans, load_schedule)
+from .steered import SteeredRoutes
 
 
 def _attempt(fn, prefix: str = ""):
@@ -91,15 +92,29 @@ class Alltoall:
     >>> a2a(send, recv)                                       # doctest: +SKIP
     """
 
-    def __init__(self, schedule, comm=None, *, route_mode: str = "relay"):
+    def __init__(self, schedule, comm=None, *, route_mode: str = "relay", steering: dict | None = None):
         comm = MPI.COMM_WORLD if comm is None else comm
 
         def setup():
             program = load_schedule(schedule)[1] if isinstance(schedule, (str, os.PathLike)) else schedule
-            return build_plans(program, comm.size, route_mode)
+            plans = build_plans(program, comm.size, route_mode)
+            if steering is None:
+                return [(p, None) for p in plans]
+            if not isinstance(plans[0].body, PathPlan) or route_mode != "direct":
+                raise A2AError("steered routes need an MPI path schedule run with route_mode='direct'")
+            routes = {(s.src, s.dst, s.route_id) for s in program.sends}
+            if routes != set(steering):
+                missing = sorted(routes - set(steering)) or sorted(set(steering) - routes)
+                raise A2AError(f"the steering addresses do not match the schedule's routes (e.g. {missing[0]})")
+            mine = [{} for _ in plans]
+            for (s, d, k), addrs in steering.items():
+                mine[s][(s, d, k)] = mine[d][(s, d, k)] = addrs
+            return list(zip(plans, mine))
 
-        self.plan: RankPlan = comm.scatter(on_root(comm, setup))
+        self.plan: RankPlan
+        self.plan, addresses = comm.scatter(on_root(comm, setup))
         self.comm = comm.Dup()
+        self.steered = None if addresses is None else agree(comm, lambda: SteeredRoutes(comm, addresses))
         self._layouts: dict[int, tuple] = {}
 
     @property
@@ -107,7 +122,9 @@ class Alltoall:
         return self.plan.format
 
     def free(self) -> None:
-        """Release the duplicated communicator (collective)."""
+        """Release the duplicated communicator and any steered connections (collective)."""
+        if self.steered is not None:
+            self.steered.close()
         if self.comm != MPI.COMM_NULL:
             self.comm.Free()
 
@@ -155,6 +172,8 @@ class Alltoall:
             run_msccl(body, bufs, self.comm)
         elif isinstance(body, OnecclPlan):
             run_oneccl(body, bufs, self.comm)
+        elif self.steered is not None:
+            self.steered.run(body, bufs)
         else:
             run_paths(body, bufs, self.comm)
         if pad is not None:
@@ -255,8 +274,16 @@ def run_msccl(plan: MscclPlan, bufs: list[np.ndarray], comm) -> None:
 # whose message we wait for may be the one we keep off the core (measured: a
 # hypercube:3 MSCCL call on 8 ranks / 2 cores took 17-34 ms with Waitsome, 2-3 ms
 # polling with sched_yield).  With a core to itself, sched_yield returns at once.
+# Under MPIR_CVAR_ENABLE_HEAVY_YIELD=1 (set by the testbed, runtimes/testbed/launch.py)
+# MPICH sleeps when a poll finds nothing, so its own waits do not spin: block in them,
+# leaving the cores to the ranks that have work and to the kernel's forwarding.
+WAITS_SLEEP = os.environ.get("MPIR_CVAR_ENABLE_HEAVY_YIELD") == "1"
+
+
 def _waitsome(reqs: list) -> list[int]:
-    """Indices of completed requests (at least one), yielding the CPU while none is."""
+    """Indices of completed requests (at least one), not spinning while none is."""
+    if WAITS_SLEEP:
+        return MPI.Request.Waitsome(reqs)
     done = MPI.Request.Testsome(reqs)
     while not done:
         os.sched_yield()
@@ -265,7 +292,10 @@ def _waitsome(reqs: list) -> list[int]:
 
 
 def _waitall(reqs: list) -> None:
-    """Complete every request, yielding the CPU between polls."""
+    """Complete every request, not spinning meanwhile."""
+    if WAITS_SLEEP:
+        MPI.Request.Waitall(reqs)
+        return
     while not MPI.Request.Testall(reqs):
         os.sched_yield()
 

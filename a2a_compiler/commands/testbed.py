@@ -1,0 +1,231 @@
+"""``a2a testbed``: an emulated direct-connect fabric on this machine (network namespaces, shaped veth links).
+
+Thin layer over :mod:`runtimes.testbed`: ``up``, ``down``, ``list``, ``exec`` and ``bench``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..errors import A2AError
+from .common import add_fabric_args, add_topology_args, fabric_from_args, positive_int, print_json, progress, \
+    topology_from_args
+
+DEFAULT_LINK_BW = "20Mbps"
+DEFAULT_NAME = "default"
+
+DESCRIPTION = """\
+Emulate a direct-connect fabric on one Linux machine (root needed) and measure compiled schedules on it
+against native MPI_Alltoall and the MCF bound (Basu et al. §5.2, Figs. 3-6).
+
+Every host gets a host namespace (its MPI rank) and a NIC namespace joined by a veth pair shaped to
+--host-bw (the host-NIC bottleneck of Fig. 2); every cable is a veth pair between NIC namespaces shaped
+to --link-bw in each direction (tbf). NIC forwarding: the NICs route in the kernel on balanced
+shortest-path default routes (one path per pair, destination-based), and each route of an MPI path
+schedule is steered onto its own path. Host forwarding: NICs never move a packet between cables, so
+every relay goes through a host. MPI is MPICH (ofi/tcp) launched by hydra into the namespaces.
+"""
+
+EPILOG = f"""\
+bandwidths are scaled for one machine: the paper's 25 Gbit/s links become --link-bw (default
+{DEFAULT_LINK_BW}); keep --host-bw/--link-bw as in the paper (e.g. 80Mbps for the 3x3x3 torus's 100 Gbit/s
+hosts). Everything the testbed creates is named a2tb-NAME-*; nothing else is touched. 'bench' tears its
+testbed down on success, error, Ctrl-C and a killed rank; 'up' leaves it running until 'down'.
+
+examples:
+  a2a testbed bench bipartite:4 --forwarding nic --schedule schedules/bipartite-4-mcf-extp.mpi.xml --native
+  a2a testbed bench hypercube:3 --schedule schedules/hypercube-3-tsmcf.oneccl.xml --default-routes --sizes 1M
+  a2a testbed bench torus:3x3x3 --link-bw 20Mbps --host-bw 80Mbps --forwarding nic \\
+      --schedule schedules/torus-3x3x3-mcf-extp.mpi.xml --native --sizes 256K --json
+  a2a testbed up ring:4 --name demo && a2a testbed exec --name demo -- python -m runtimes.mpi FILE
+  a2a testbed list;  a2a testbed down --name demo;  a2a testbed down --all
+See docs/testbed.md.
+"""
+
+
+def _sizes(text: str) -> list[int]:
+    from runtimes.mpi.cli import parse_size
+
+    sizes = [parse_size(s) for s in text.split(",") if s.strip()]
+    if not sizes:
+        raise argparse.ArgumentTypeError("give at least one size, e.g. 1M or 64K,1M")
+    return sizes
+
+
+def _fabric_args(p) -> None:
+    add_topology_args(p)
+    add_fabric_args(p)
+    p.add_argument("--name", metavar="NAME", help="instance name: 1-16 lower-case letters and digits")
+    p.add_argument("--force", action="store_true",
+                   help="build even when the aggregate emulated rate exceeds what one machine forwards")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("testbed", help="emulated direct-connect fabric: up/down/list/exec/bench",
+                       description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    tsub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+
+    up = tsub.add_parser("up", help="build a testbed and leave it running", description=DESCRIPTION,
+                         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _fabric_args(up)
+    up.set_defaults(func=run_up)
+
+    down = tsub.add_parser("down", help="remove a testbed (or every one with --all)")
+    g = down.add_mutually_exclusive_group()
+    g.add_argument("--name", metavar="NAME", help=f"instance to remove (default {DEFAULT_NAME!r})")
+    g.add_argument("--all", action="store_true", help="remove every a2tb-* instance on this machine")
+    down.set_defaults(func=run_down)
+
+    ls = tsub.add_parser("list", help="the testbeds on this machine")
+    ls.add_argument("--json", action="store_true", help="one JSON object instead of the table")
+    ls.set_defaults(func=run_list)
+
+    ex = tsub.add_parser("exec", help="run a command as one MPI rank per host of a running testbed",
+                         epilog="example: a2a testbed exec --name demo -- python -m runtimes.mpi FILE -b 64K -e 1M")
+    ex.add_argument("--name", metavar="NAME", help="the testbed (default: the only one running)")
+    ex.add_argument("--timeout", type=float, default=600.0, metavar="S",
+                    help="kill the job after S seconds (default 600)")
+    ex.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD", help="the command each rank runs")
+    ex.set_defaults(func=run_exec)
+
+    b = tsub.add_parser("bench", help="up, run schedules and baselines, down: measured vs predicted vs bound",
+                        description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _fabric_args(b)
+    b.add_argument("--schedule", action="append", default=[], metavar="FILE",
+                   help="a schedule to measure (MSCCL, oneCCL-style or MPI path XML); repeat for several")
+    b.add_argument("--native", action="store_true", help="also measure native MPI_Alltoall on the default routes")
+    b.add_argument("--default-routes", action="store_true",
+                   help="also measure the default routes as a path schedule (each shard whole on its route: "
+                        "steered under NIC forwarding, relayed by the ranks under host forwarding)")
+    b.add_argument("--sizes", type=_sizes, default=[1 << 20], metavar="LIST",
+                   help="per-peer shard sizes, comma-separated (K/M = 1024-powers; default 1M)")
+    b.add_argument("--iters", type=positive_int, default=5, metavar="N", help="timed iterations (default 5)")
+    b.add_argument("--warmup", type=int, default=1, metavar="W", help="untimed iterations first (default 1)")
+    b.add_argument("--json", action="store_true", help="print one JSON object (docs/testbed.md) on stdout")
+    b.add_argument("--plot", metavar="PNG", help="write a plot of throughput against shard size")
+    b.set_defaults(func=run_bench)
+
+
+def _say(args):
+    return None if args.quiet else (lambda msg: progress(f"a2a testbed: {msg}"))
+
+
+def _fabric(args):
+    if args.link_bw is None:
+        args.link_bw = DEFAULT_LINK_BW
+    return fabric_from_args(args)
+
+
+def run_up(args) -> int:
+    from runtimes.testbed.instance import Testbed
+
+    name = args.name or DEFAULT_NAME
+    tb = Testbed.up(topology_from_args(args), _fabric(args), name, owner=False, force=args.force,
+                    progress=_say(args))
+    print(f"testbed {name}: {tb.layout.topology.spec}, {tb.layout.fabric.describe()}, routes {tb.routes.algo}; "
+          f"'a2a testbed exec --name {name} -- CMD' runs CMD on its {tb.layout.topology.n_hosts} hosts")
+    return 0
+
+
+def run_down(args) -> int:
+    from runtimes.testbed.cleanup import remove, remove_all, require_root
+
+    require_root()
+    if args.all:
+        removed = remove_all()
+        print(f"removed {len(removed)} testbed(s)" + (f": {', '.join(removed)}" if removed else ""))
+        return 0
+    name = args.name or DEFAULT_NAME
+    if not remove(name):
+        raise A2AError(f"no testbed named {name!r}; 'a2a testbed list' shows the running ones")
+    print(f"removed testbed {name}")
+    return 0
+
+
+def run_list(args) -> int:
+    from runtimes.testbed.cleanup import instances, owner_alive, read_state
+
+    rows = []
+    for name, nss in instances().items():
+        st = read_state(name) or {}
+        topo = st.get("topology", {}).get("spec", "?")
+        stale = st.get("owner_pid") is not None and not owner_alive(st)
+        rows.append({"name": name, "spec": topo, "namespaces": len(nss), "fabric": st.get("fabric"),
+                     "routes": st.get("routes"), "owner_pid": st.get("owner_pid"), "stale": stale})
+    if args.json:
+        print_json({"testbeds": rows})
+        return 0
+    if not rows:
+        print("no testbeds")
+    for r in rows:
+        fab = r["fabric"] or {}
+        bw = f"{fab['link_bw'] * 8 / 1e6:g} Mbit/s {fab.get('forwarding')}" if fab.get("link_bw") else "?"
+        note = " (stale: its bench died; 'a2a testbed down --name NAME')" if r["stale"] else ""
+        print(f"{r['name']:16s} {r['spec']:24s} {bw:22s} {r['namespaces']:4d} namespaces{note}")
+    return 0
+
+
+def run_exec(args) -> int:
+    from runtimes.testbed.cleanup import instances
+    from runtimes.testbed.instance import Testbed
+
+    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    if not cmd:
+        raise A2AError("give the command after --, e.g. a2a testbed exec -- python -m runtimes.mpi FILE")
+    name = args.name
+    if name is None:
+        running = list(instances())
+        if len(running) != 1:
+            raise A2AError("several testbeds are running; choose one with --name" if running
+                           else "no testbed is running; start one with 'a2a testbed up SPEC'")
+        name = running[0]
+    return Testbed.attach(name).run(cmd, args.timeout).returncode
+
+
+def run_bench(args) -> int:
+    from pathlib import Path
+
+    from runtimes.testbed.bench import bench
+
+    result = bench(topology_from_args(args), _fabric(args), [Path(s) for s in args.schedule],
+                   native=args.native, default_routes=args.default_routes, sizes=args.sizes, iters=args.iters,
+                   warmup=args.warmup, name=args.name, force=args.force, progress=_say(args))
+    if args.plot:
+        from runtimes.testbed.plot import plot_bench
+
+        plot_bench(result, args.plot)
+    if args.json:
+        print_json(result.to_json())
+    else:
+        _print_table(result)
+    for w in result.warnings:
+        print(f"a2a testbed: warning: {w}", file=sys.stderr)
+    for f in result.failed:
+        print(f"a2a testbed: FAILED {f}", file=sys.stderr)
+    return 1 if result.failed else 0
+
+
+def _print_table(result) -> None:
+    h = result.header
+    fab = h["fabric"]
+    host = "unlimited" if fab["host_bw"] is None else f"{fab['host_bw'] * 8 / 1e6:g} Mbit/s"
+    print(f"# {h['spec']}: {h['nranks']} ranks, link {fab['link_bw'] * 8 / 1e6:g} Mbit/s, host {host}, "
+          f"{fab['forwarding']} forwarding, default routes {h['routes']}")
+    print(f"# MCF bound (N-1)*F*b = {h['bound_Bps'] / 1e6:.3f} MB/s (F = {h['mcf_flow']:.6g}); "
+          f"{h['iters']} timed iterations after {h['warmup']} warm-up, time = median of the slowest rank's")
+    native = {r["size_bytes"]: r["algbw_Bps"] for r in result.results if r["kind"] == "native"}
+    cols = ["label", "bytes", "time(s)", "MB/s", "pred MB/s", "%bound", "x native", "check", "routes",
+            "busiest meas/pred", "cpu%"]
+    print("# " + "  ".join(f"{c:>12}" if i else f"{c:28}" for i, c in enumerate(cols)))
+    for r in result.results:
+        nat = native.get(r["size_bytes"])
+        bl = r["busiest_link"]
+        cells = [r["label"][:28], r["size_bytes"], f"{r['time_s']:.3f}", f"{r['algbw_Bps'] / 1e6:.3f}",
+                 f"{r['predicted_Bps'] / 1e6:.3f}", f"{100 * r['bound_fraction']:.1f}",
+                 f"{r['algbw_Bps'] / nat:.2f}" if nat else "-",
+                 "ok" if r["verified"] else "FAILED", "ok" if r["routes_followed"] else "OFF-ROUTE",
+                 f"{bl['link']} {bl['measured'] / max(bl['predicted'], 1):.2f}",
+                 f"{100 * r['cpu']['busy_fraction']:.0f}"]
+        print("  " + "  ".join(f"{c:>12}" if i else f"{c:28}" for i, c in enumerate(cells)))

@@ -1,0 +1,268 @@
+"""``bench``: up -> run each schedule and baseline across the emulated fabric -> down, with predictions.
+
+Every result holds the measured time and throughput ``(N-1)·m/T`` (Basu et
+al. §2.2), what the cost model predicts for exactly those routes or steps on
+this fabric, the MCF bound ``(N-1)·F·b`` (§5.2), the byte-exact check, and the
+payload each directed link carried over the timed iterations beside what the
+schedule puts on it.  A schedule whose bytes do not follow its routes
+(:func:`links_follow`) fails the run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from a2a_compiler.errors import A2AError
+from a2a_compiler.fabric import Fabric
+from a2a_compiler.lower import load_program
+from a2a_compiler.lower.programs import MpiPathProgram, MscclProgram
+from a2a_compiler.topology.model import Topology
+
+from .cleanup import signals_raise
+from .counters import counter_map, cpu_use
+from .instance import Testbed
+from .layout import link_key
+from .routes import path_program
+
+#: Measured link payload must lie within these factors of the prediction ...
+LINK_TOLERANCE = (0.90, 1.25)
+#: ... and a link the schedule does not use may carry at most this fraction of the busiest link's prediction.
+QUIET_FRACTION = 0.01
+#: Warn when the machine's CPUs were busier than this during the timed iterations.
+BUSY_WARNING = 0.90
+NATIVE, DEFAULT_ROUTES = "native", "default-routes"
+
+
+@dataclass
+class Item:
+    """One thing to measure: a schedule file, the default routes as a path schedule, or native MPI_Alltoall."""
+
+    label: str
+    kind: str                      # "schedule" or "native"
+    program: object | None         # lowered program (None for native)
+    file: Path | None = None
+    route_mode: str | None = None  # MPI path schedules: "direct" (steered) or "relay"
+    predicted_time: float = math.nan  # link-times (cost model, unit shards)
+    link_chunks: dict = field(default_factory=dict)  # (u, v) -> chunks per call
+    chunks_per_shard: int = 1
+
+
+@dataclass
+class BenchResult:
+    header: dict
+    results: list[dict]
+    warnings: list[str]
+
+    @property
+    def failed(self) -> list[str]:
+        return [f"{r['label']} {r['size_bytes']} B: {why}" for r in self.results for why in r["failures"]]
+
+    def to_json(self) -> dict:
+        return {**self.header, "warnings": self.warnings, "results": self.results}
+
+
+def link_chunks(program) -> dict[tuple[int, int], int]:
+    """Chunks each directed link carries in one call of ``program`` (every hop of every route or message)."""
+    from a2a_compiler.verify import simulate
+
+    count: Counter = Counter()
+    if isinstance(program, MpiPathProgram):
+        for s in program.sends:
+            for u, v in zip(s.nodes, s.nodes[1:]):
+                count[(u, v)] += len(s.chunks)
+        return dict(count)
+    trace = simulate.simulate_msccl(program) if isinstance(program, MscclProgram) else simulate.simulate_oneccl(program)
+    for m in trace.moves:
+        count[(m.src, m.dst)] += len(m.labels)
+    return dict(count)
+
+
+def prepare(path: Path, topology: Topology, fabric: Fabric) -> Item:
+    """Read, verify and price one schedule for this fabric; one clear error if it cannot run here."""
+    from a2a_compiler.verify import verify_file
+
+    report = verify_file(path, topology, fabric, lp=False)
+    if not report.valid:
+        raise A2AError(f"{path}: {report.messages()[0]}")
+    fmt, program = load_program(path)
+    mode = None
+    if fmt == "mpi":
+        mode = "direct" if fabric.forwarding == "nic" else "relay"
+    return Item(path.stem, "schedule", program, path, mode, report.perf.predicted_time, link_chunks(program),
+                report.chunks_per_shard)
+
+
+def _routes_item(testbed: Testbed) -> Item:
+    """The default routes as a path schedule: steered end to end (NIC forwarding) or relayed by the ranks."""
+    from a2a_compiler.verify.performance import routed_performance
+
+    fabric = testbed.layout.fabric
+    program = path_program(testbed.routes, f"{testbed.routes.algo}")
+    mode = "direct" if fabric.forwarding == "nic" else "relay"
+    perf = routed_performance(program, fabric, _capacities(testbed.layout.topology))
+    return Item(DEFAULT_ROUTES, "schedule", program, None, mode, perf.predicted_time, link_chunks(program), 1)
+
+
+def _native_item(testbed: Testbed) -> Item:
+    """Native MPI_Alltoall: every shard on its default route, priced as if all ran at once (an upper bound)."""
+    item = _routes_item(testbed)
+    return Item(NATIVE, "native", None, None, None, item.predicted_time, item.link_chunks, 1)
+
+
+def _capacities(topology: Topology) -> dict:
+    from a2a_compiler.verify.topology_check import link_capacities
+
+    return link_capacities(topology)
+
+
+def bench(topology: Topology, fabric: Fabric, schedules: list[Path], *, native: bool = False,
+          default_routes: bool = False, sizes: list[int], iters: int = 5, warmup: int = 1,
+          name: str | None = None, force: bool = False, timeout: float | None = None,
+          progress=None) -> BenchResult:
+    """Bring a testbed up, measure every schedule and baseline at every size, take it down.
+
+    The testbed is torn down on success, error, SIGINT/SIGTERM/SIGHUP and a
+    killed rank.  Raises :class:`A2AError` for input that cannot run here
+    (bad file, wrong rank count, a schedule using a missing link).
+    """
+    from a2a_compiler.solve import solve
+
+    say = progress or (lambda msg: None)
+    if not (schedules or native or default_routes):
+        raise A2AError("nothing to measure: give --schedule FILE, --native or --default-routes")
+    if fabric.link_bw is None:
+        raise A2AError("the testbed needs --link-bw")
+    items = [prepare(Path(p), topology, fabric) for p in schedules]
+    n = topology.n_hosts
+    flow = solve(topology, fabric, "mcf-decomp").concurrent_flow
+    bound = (n - 1) * flow * fabric.link_bw
+    name = name or f"b{os.getpid()}"
+    warnings: list[str] = []
+    with signals_raise(), Testbed.up(topology, fabric, name, force=force, progress=say) as tb:
+        if default_routes:
+            items.append(_routes_item(tb))
+        if native:
+            items.append(_native_item(tb))
+        with tempfile.TemporaryDirectory(dir=tb.state_dir) as tmp:
+            jobs = []
+            for item in items:
+                steering = None
+                if item.route_mode == "direct":
+                    steering = [[*k, *v] for k, v in sorted(tb.steer(item.program).items())]
+                    say(f"{item.label}: {len(steering)} routes steered")
+                jobs.append({"label": item.label, "kind": item.kind, "route_mode": item.route_mode,
+                             "file": _program_file(item, tmp), "steering": steering})
+            expected = sum(len(sizes) * (iters + warmup) * _expected_seconds(it, m, topology, fabric)
+                           for it in items for m in sizes)
+            timeout = timeout or 120 + 3 * expected
+            job = {"items": jobs, "sizes": sizes, "iters": iters, "warmup": warmup,
+                   "counters": counter_map(tb.layout), "timeout": min(timeout, 600),
+                   "host_ns": [tb.layout.host_ns(h) for h in range(n)]}
+            job_file, out_file = Path(tmp, "job.json"), Path(tmp, "out.json")
+            job_file.write_text(json.dumps(job))
+            say(f"running {len(items)} item(s) x {len(sizes)} size(s) x {warmup}+{iters} iterations "
+                f"on {n} ranks (about {expected:.0f} s at the predicted rates)")
+            finished = tb.run([sys.executable, "-m", "runtimes.testbed.rank", str(job_file), str(out_file)],
+                              timeout, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            if finished.returncode != 0 or not out_file.exists():
+                raise A2AError(_job_error(finished, out_file))
+            raw = json.loads(out_file.read_text())["results"]
+    header = {"spec": topology.spec, "nranks": n, "fabric": fabric.to_json_dict(), "routes": tb.routes.algo,
+              "mcf_flow": flow, "bound_Bps": bound, "iters": iters, "warmup": warmup,
+              "job": {"wall_s": finished.wall_s, "cpu_user_s": finished.cpu_user_s,
+                      "cpu_system_s": finished.cpu_system_s}}
+    by_label = {it.label: it for it in items}
+    results = [_result(r, by_label[r["label"]], topology, fabric, bound, iters, warnings) for r in raw]
+    return BenchResult(header, results, warnings)
+
+
+def _program_file(item: Item, tmp: str) -> str | None:
+    if item.program is None:
+        return None
+    if item.file is not None:
+        return str(item.file.resolve())
+    from a2a_compiler.lower import program_to_xml
+
+    path = Path(tmp, f"{item.label}.xml")
+    path.write_bytes(program_to_xml(item.program))
+    return str(path)
+
+
+def _expected_seconds(item: Item, m: int, topology: Topology, fabric: Fabric) -> float:
+    return item.predicted_time * m / fabric.link_bw
+
+
+def _job_error(finished, out_file: Path) -> str:
+    if finished.returncode == -9:
+        return "the MPI job did not finish in time and was killed"
+    lines = [ln for ln in (finished.stderr or b"").decode(errors="replace").splitlines() if ln.strip()]
+    mine = [ln for ln in lines if "a2a testbed bench: error:" in ln]
+    if mine:
+        return mine[0].split("error: ", 1)[1]
+    return f"the MPI job failed (exit {finished.returncode})" + (f": {lines[-1]}" if lines else "")
+
+
+def links_follow(measured: dict, predicted: dict) -> list[str]:
+    """Why the link payloads do not follow the prediction (empty if they do): each used link within
+    :data:`LINK_TOLERANCE` of its prediction, each unused link below :data:`QUIET_FRACTION` of the busiest."""
+    busiest = max(predicted.values(), default=0)
+    problems = []
+    lo, hi = LINK_TOLERANCE
+    for key in sorted(measured, key=lambda k: tuple(map(int, k.split("-")))):
+        got, want = measured[key], predicted.get(key, 0)
+        if want and not lo * want <= got <= hi * want:
+            problems.append(f"link {key} carried {got} B, predicted {want} B ({got / want:.2f}x)")
+        elif not want and got > QUIET_FRACTION * busiest:
+            problems.append(f"link {key} carried {got} B but the routes do not use it")
+    return problems
+
+
+def _result(raw: dict, item: Item, topology: Topology, fabric: Fabric, bound: float, iters: int,
+            warnings: list[str]) -> dict:
+    n, m, b = topology.n_hosts, raw["size_bytes"], fabric.link_bw
+    times = raw["times_s"]
+    med = statistics.median(times)
+    chunk = -(-m // item.chunks_per_shard)
+    counters = raw["counters"]
+    links = [link_key(u, v) for u, v in zip(topology.src.tolist(), topology.dst.tolist())]
+    measured = {k: counters[k]["payload"] for k in links}
+    predicted = {link_key(u, v): c * chunk * iters for (u, v), c in sorted(item.link_chunks.items())}
+    predicted = {k: predicted.get(k, 0) for k in links}
+    cpu = cpu_use(raw["cpu_before"], raw["cpu_after"])
+    window = raw["cpu_after"]["idle"] - raw["cpu_before"]["idle"]
+    del window
+    failures = []
+    if raw["error"]:
+        failures.append(raw["error"])
+    follow = links_follow(measured, predicted)
+    if follow and item.kind == "schedule":
+        failures.append("bytes do not follow the routes: " + "; ".join(follow[:3]))
+    if cpu["busy_fraction"] > BUSY_WARNING:
+        warnings.append(f"{item.label} {m} B: the CPUs were {100 * cpu['busy_fraction']:.0f}% busy; the emulation "
+                        f"may not hold the link rates (lower --link-bw)")
+    busiest = max(predicted, key=lambda k: (predicted[k], k))
+    algbw = (n - 1) * m / med
+    return {
+        "label": item.label, "kind": item.kind, "size_bytes": m, "chunk_bytes": chunk,
+        "time_s": med, "time_min_s": min(times), "time_max_s": max(times),
+        "algbw_Bps": algbw,
+        "predicted_Bps": (n - 1) * b / item.predicted_time,
+        "bound_Bps": bound, "bound_fraction": algbw / bound,
+        "verified": raw["error"] is None, "error": raw["error"],
+        "routes_followed": not follow, "route_mode": item.route_mode,
+        "busiest_link": {"link": busiest, "measured": measured[busiest], "predicted": predicted[busiest]},
+        "link_bytes": measured, "predicted_link_bytes": predicted,
+        "host_bytes": {k: v["payload"] for k, v in counters.items() if ">" in k},
+        "mgmt_bytes": counters.get("mgmt", {}).get("bytes"),
+        "cpu": {**cpu, "ranks_cpu_s": raw["ranks_cpu_s"], "timed_wall_s": sum(times)},
+        "failures": failures,
+    }

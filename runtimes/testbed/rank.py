@@ -1,0 +1,142 @@
+"""The program every rank runs in a bench: ``python -m runtimes.testbed.rank JOB.json OUT.json``.
+
+For each item of the job (a schedule, or native ``MPI_Alltoall``) and each
+shard size: warm-up and timed iterations as in ``a2a run`` (barrier, time the
+call, the iteration's time is the slowest rank's), the received bytes
+checked after the first and the last iteration, and around the timed
+iterations rank 0 snapshots the fabric's interface counters and the CPU
+(:mod:`.counters`) while every rank records its own CPU time.  Rank 0 writes
+the raw measurements to OUT.json; :mod:`.bench` turns them into results.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+import mpi4py
+
+mpi4py.rc.initialize = False  # rank 0 opens its netlink sockets (which fork) before MPI starts
+
+
+def _rusage() -> float:
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
+def _check_placement(host_ns: list[str], rank: int) -> str | None:
+    try:
+        mine = os.stat("/proc/self/ns/net").st_ino
+        want = os.stat(f"/var/run/netns/{host_ns[rank]}").st_ino
+    except (OSError, IndexError) as exc:
+        return f"rank {rank}: cannot check its namespace: {exc}"
+    return None if mine == want else f"rank {rank} does not run in {host_ns[rank]}"
+
+
+def main(job_path: str, out_path: str) -> int:
+    from runtimes.mpi.cli import launcher_rank
+
+    with open(job_path) as fh:
+        job = json.load(fh)
+    counters = None
+    if launcher_rank() == 0:
+        from .counters import Counters
+
+        counters = Counters(job["counters"])
+    from mpi4py import MPI
+
+    MPI.Init()
+    from a2a_compiler.errors import A2AError
+    from runtimes.mpi.executor import Alltoall, agree
+    from runtimes.mpi.watchdog import Watchdog
+
+    comm = MPI.COMM_WORLD
+    prog = "a2a testbed bench"
+    results = []
+    with Watchdog(job["timeout"], comm, prog) as watchdog:
+        try:
+            agree(comm, lambda: _raise(_check_placement(job["host_ns"], comm.rank)))
+            for item in job["items"]:
+                results += _run_item(comm, item, job, counters, watchdog, Alltoall)
+        except A2AError as exc:
+            if comm.rank == 0:
+                print(f"{prog}: error: {exc}", file=sys.stderr, flush=True)
+            return 2
+    if comm.rank == 0:
+        from a2a_compiler.io import atomic_write
+
+        atomic_write(out_path, json.dumps({"results": results}))
+        counters.close()
+    MPI.Finalize()
+    return 0
+
+
+def _raise(error: str | None) -> None:
+    if error:
+        from a2a_compiler.errors import A2AError
+
+        raise A2AError(error)
+
+
+def _run_item(comm, item, job, counters, watchdog, Alltoall) -> list[dict]:
+    import numpy as np
+    from mpi4py import MPI
+
+    from runtimes.mpi.pattern import fill, first_error
+
+    from .counters import cpu_times, delta
+
+    if item["kind"] == "native":
+        call, a2a = comm.Alltoall, None
+    else:
+        steering = item.get("steering")
+        steering = None if steering is None else {tuple(r[:3]): tuple(r[3:]) for r in steering}
+        a2a = call = Alltoall(item["file"], comm, route_mode=item["route_mode"], steering=steering)
+    N, rank = comm.size, comm.rank
+    out = []
+    for m in job["sizes"]:
+        send = np.empty(N * m, np.uint8)
+        recv = np.empty(N * m, np.uint8)
+        fill(send, rank, N)
+        total = job["warmup"] + job["iters"]
+        times = np.zeros(job["iters"])
+        error = None
+        for it in range(total):
+            if it == job["warmup"]:
+                comm.Barrier()
+                if rank == 0:
+                    c0, s0 = counters.snapshot(), cpu_times()
+                r0 = _rusage()
+            verify = it in (0, total - 1)
+            if verify:
+                recv.fill(0xA5)
+            comm.Barrier()
+            t0 = MPI.Wtime()
+            call(send, recv)
+            dt = MPI.Wtime() - t0
+            if it >= job["warmup"]:
+                times[it - job["warmup"]] = dt
+            if verify and error is None:
+                error = first_error(recv, rank, N)
+                if error:
+                    error = f"iteration {it}: {error}"
+            watchdog.kick()
+        comm.Barrier()
+        cpu_ranks = comm.reduce(_rusage() - r0)
+        if rank == 0:
+            c1, s1 = counters.snapshot(), cpu_times()
+        comm.Allreduce(MPI.IN_PLACE, times, op=MPI.MAX)
+        errors = [e for e in comm.gather(error) or () if e]
+        if rank == 0:
+            out.append({"label": item["label"], "kind": item["kind"], "size_bytes": m,
+                        "times_s": times.tolist(), "error": errors[0] if errors else None,
+                        "counters": delta(c0, c1), "cpu_before": s0, "cpu_after": s1,
+                        "ranks_cpu_s": cpu_ranks})
+    if a2a is not None:
+        a2a.free()
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:3]))
