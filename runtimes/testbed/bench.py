@@ -23,8 +23,7 @@ from pathlib import Path
 
 from a2a_compiler.errors import A2AError
 from a2a_compiler.fabric import Fabric
-from a2a_compiler.lower import load_program
-from a2a_compiler.lower.programs import MpiPathProgram, MscclProgram
+from a2a_compiler.formats import MpiPathProgram, MscclProgram, load_program
 from a2a_compiler.topology.model import Topology
 
 from .cleanup import signals_raise
@@ -171,10 +170,12 @@ def bench(topology: Topology, fabric: Fabric, schedules: list[Path], *, native: 
             job_file.write_text(json.dumps(job))
             say(f"running {len(items)} item(s) x {len(sizes)} size(s) x {warmup}+{iters} iterations "
                 f"on {n} ranks (about {expected:.0f} s at the predicted rates)")
-            finished = tb.run([sys.executable, "-m", "runtimes.testbed.rank", str(job_file), str(out_file)],
-                              timeout, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            if finished.returncode != 0 or not out_file.exists():
-                raise A2AError(_job_error(finished, out_file))
+            with open(Path(tmp, "stderr"), "w+b") as err:
+                finished = tb.run([sys.executable, "-m", "runtimes.testbed.rank", str(job_file), str(out_file)],
+                                  timeout, stdout=subprocess.DEVNULL, stderr=err)
+                if finished.returncode != 0 or not out_file.exists():
+                    err.seek(0)
+                    raise A2AError(_job_error(finished, err.read().decode(errors="replace")))
             raw = json.loads(out_file.read_text())["results"]
     header = {"spec": topology.spec, "nranks": n, "fabric": fabric.to_json_dict(), "routes": tb.routes.algo,
               "mcf_flow": flow, "bound_Bps": bound, "iters": iters, "warmup": warmup,
@@ -190,7 +191,7 @@ def _program_file(item: Item, tmp: str) -> str | None:
         return None
     if item.file is not None:
         return str(item.file.resolve())
-    from a2a_compiler.lower import program_to_xml
+    from a2a_compiler.formats import program_to_xml
 
     path = Path(tmp, f"{item.label}.xml")
     path.write_bytes(program_to_xml(item.program))
@@ -201,14 +202,17 @@ def _expected_seconds(item: Item, m: int, topology: Topology, fabric: Fabric) ->
     return item.predicted_time * m / fabric.link_bw
 
 
-def _job_error(finished, out_file: Path) -> str:
+def _job_error(finished, stderr: str) -> str:
+    """One line for a failed job: the rank program's own error, else why mpiexec ended it."""
     if finished.returncode == -9:
-        return "the MPI job did not finish in time and was killed"
-    lines = [ln for ln in (finished.stderr or b"").decode(errors="replace").splitlines() if ln.strip()]
-    mine = [ln for ln in lines if "a2a testbed bench: error:" in ln]
-    if mine:
-        return mine[0].split("error: ", 1)[1]
-    return f"the MPI job failed (exit {finished.returncode})" + (f": {lines[-1]}" if lines else "")
+        return f"the MPI job did not finish within {finished.wall_s:.0f} s and was killed"
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    for ln in lines:
+        if "a2a testbed bench: error:" in ln:
+            return ln.split("error: ", 1)[1]
+    killed = [ln for ln in lines if "KILLED BY SIGNAL" in ln or "EXIT CODE" in ln]
+    why = killed[0].strip("= ") if killed else (lines[-1] if lines else "no message")
+    return f"the MPI job failed (a rank died or was killed; exit {finished.returncode}): {why}"
 
 
 def links_follow(measured: dict, predicted: dict) -> list[str]:
@@ -238,8 +242,7 @@ def _result(raw: dict, item: Item, topology: Topology, fabric: Fabric, bound: fl
     predicted = {link_key(u, v): c * chunk * iters for (u, v), c in sorted(item.link_chunks.items())}
     predicted = {k: predicted.get(k, 0) for k in links}
     cpu = cpu_use(raw["cpu_before"], raw["cpu_after"])
-    window = raw["cpu_after"]["idle"] - raw["cpu_before"]["idle"]
-    del window
+    cpu["ranks_fraction"] = raw["ranks_cpu_s"] / (raw["window_s"] * cpu["cpus"])
     failures = []
     if raw["error"]:
         failures.append(raw["error"])
@@ -247,8 +250,10 @@ def _result(raw: dict, item: Item, topology: Topology, fabric: Fabric, bound: fl
     if follow and item.kind == "schedule":
         failures.append("bytes do not follow the routes: " + "; ".join(follow[:3]))
     if cpu["busy_fraction"] > BUSY_WARNING:
-        warnings.append(f"{item.label} {m} B: the CPUs were {100 * cpu['busy_fraction']:.0f}% busy; the emulation "
-                        f"may not hold the link rates (lower --link-bw)")
+        warnings.append(f"{item.label} {m} B: the CPUs were {100 * cpu['busy_fraction']:.0f}% busy (ranks "
+                        f"{100 * cpu['ranks_fraction']:.0f}%, kernel softirq {100 * cpu['softirq_fraction']:.0f}%, "
+                        f"the rest other load): the emulation may not hold the link rates; lower --link-bw or "
+                        f"quiet the machine")
     busiest = max(predicted, key=lambda k: (predicted[k], k))
     algbw = (n - 1) * m / med
     return {
@@ -263,6 +268,6 @@ def _result(raw: dict, item: Item, topology: Topology, fabric: Fabric, bound: fl
         "link_bytes": measured, "predicted_link_bytes": predicted,
         "host_bytes": {k: v["payload"] for k, v in counters.items() if ">" in k},
         "mgmt_bytes": counters.get("mgmt", {}).get("bytes"),
-        "cpu": {**cpu, "ranks_cpu_s": raw["ranks_cpu_s"], "timed_wall_s": sum(times)},
+        "cpu": {**cpu, "ranks_cpu_s": raw["ranks_cpu_s"], "window_s": raw["window_s"]},
         "failures": failures,
     }

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from a2a_compiler.errors import A2AError
 from a2a_compiler.fabric import Fabric
-from a2a_compiler.io import atomic_write
+from a2a_compiler.files import atomic_write
 from a2a_compiler.routes import ENGINES, RouteSet, route
 from a2a_compiler.topology.model import Topology
 

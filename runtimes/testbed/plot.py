@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from a2a_compiler.io import atomic_write
+from a2a_compiler.files import atomic_write
 
 
 def plot_bench(result, path) -> None:

@@ -64,7 +64,7 @@ def main(job_path: str, out_path: str) -> int:
                 print(f"{prog}: error: {exc}", file=sys.stderr, flush=True)
             return 2
     if comm.rank == 0:
-        from a2a_compiler.io import atomic_write
+        from a2a_compiler.files import atomic_write
 
         atomic_write(out_path, json.dumps({"results": results}))
         counters.close()
@@ -107,7 +107,7 @@ def _run_item(comm, item, job, counters, watchdog, Alltoall) -> list[dict]:
                 comm.Barrier()
                 if rank == 0:
                     c0, s0 = counters.snapshot(), cpu_times()
-                r0 = _rusage()
+                r0, w0 = _rusage(), MPI.Wtime()
             verify = it in (0, total - 1)
             if verify:
                 recv.fill(0xA5)
@@ -123,7 +123,7 @@ def _run_item(comm, item, job, counters, watchdog, Alltoall) -> list[dict]:
                     error = f"iteration {it}: {error}"
             watchdog.kick()
         comm.Barrier()
-        cpu_ranks = comm.reduce(_rusage() - r0)
+        cpu_ranks, window = comm.reduce(_rusage() - r0), MPI.Wtime() - w0
         if rank == 0:
             c1, s1 = counters.snapshot(), cpu_times()
         comm.Allreduce(MPI.IN_PLACE, times, op=MPI.MAX)
@@ -132,7 +132,7 @@ def _run_item(comm, item, job, counters, watchdog, Alltoall) -> list[dict]:
             out.append({"label": item["label"], "kind": item["kind"], "size_bytes": m,
                         "times_s": times.tolist(), "error": errors[0] if errors else None,
                         "counters": delta(c0, c1), "cpu_before": s0, "cpu_after": s1,
-                        "ranks_cpu_s": cpu_ranks})
+                        "ranks_cpu_s": cpu_ranks, "window_s": window})
     if a2a is not None:
         a2a.free()
     return out

@@ -31,7 +31,7 @@ from scipy.sparse.csgraph import shortest_path
 
 from a2a_compiler.errors import A2AError
 from a2a_compiler.fabric import Fabric
-from a2a_compiler.lower.programs import MpiPathProgram, PathSend
+from a2a_compiler.formats import MpiPathProgram, PathSend
 from a2a_compiler.routes import RoutedPath, RouteSet
 from a2a_compiler.topology.model import Topology
 

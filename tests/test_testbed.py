@@ -1,0 +1,209 @@
+"""The emulated testbed for real: namespaces, shaped links, routes, MPI across them, teardown in every case.
+
+Needs root (network namespaces, veth, tbf) and the mpich wheel's mpiexec; skips
+with the reason otherwise.  Every test uses its own instance name, so testbeds
+of other users on the machine are never touched, and checks with pyroute2
+that nothing of its own is left behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SCHEDULES = REPO / "schedules"
+
+
+def _why_not() -> str | None:
+    if os.geteuid() != 0:
+        return "the testbed needs root (network namespaces, veth links and tbf qdiscs)"
+    if not Path(sys.executable).with_name("mpiexec").exists():
+        return "no mpiexec next to the Python interpreter (the mpich wheel)"
+    try:
+        from pyroute2 import IPRoute
+
+        with IPRoute() as ipr:
+            ipr.get_links()
+    except Exception as exc:  # noqa: BLE001 - any netlink failure means no testbed here
+        return f"netlink is not usable here: {exc}"
+    return None
+
+
+pytestmark = [pytest.mark.mpi, pytest.mark.skipif(_why_not() is not None, reason=_why_not() or "")]
+
+
+def _name(tag: str) -> str:
+    return f"t{tag}{os.getpid() % 100000}"
+
+
+def _leftovers(name: str) -> list[str]:
+    """Namespaces of instance ``name``, and testbed interfaces in this (the root) namespace."""
+    from pyroute2 import IPRoute, netns
+
+    left = [n for n in netns.listnetns() if n.startswith(f"a2tb-{name}-")]
+    with IPRoute() as ipr:
+        left += [ln.get_attr("IFLA_IFNAME") for ln in ipr.get_links()
+                 if ln.get_attr("IFLA_IFNAME").startswith("a2tb-")]
+    if Path(f"/run/a2a-testbed/{name}").exists():
+        left.append(f"/run/a2a-testbed/{name}")
+    return left
+
+
+def a2a(*args: str, timeout: float = 180) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "a2a_compiler", *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def ring_schedules(tmp_path_factory) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("ring")
+    out = {"mpi": d / "r4.mpi.xml", "oneccl": d / "r4.oneccl.xml"}
+    for fmt, path in out.items():
+        extra = ["--forwarding", "nic"] if fmt == "mpi" else []
+        p = a2a("compile", "hypercube:2", "--emit", fmt, "-o", str(path), "-q", *extra)
+        assert p.returncode == 0, p.stderr
+    return out
+
+
+def test_up_builds_the_fabric_and_down_removes_it():
+    from pyroute2 import NetNS, netns
+
+    from a2a_compiler.fabric import Fabric
+    from a2a_compiler.topology.spec import from_spec
+    from runtimes.testbed.instance import Testbed
+    from runtimes.testbed.routes import UP_TABLE
+
+    name = _name("up")
+    topo = from_spec("hypercube:2")
+    tb = Testbed.up(topo, Fabric(link_bw=2.5e6, host_bw=10e6, forwarding="host"), name)
+    try:
+        lay = tb.layout
+        assert sorted(n for n in netns.listnetns() if n.startswith(f"a2tb-{name}-")) == sorted(lay.namespaces)
+        with NetNS(lay.nic_ns(0), flags=0) as nic:
+            links = {ln.get_attr("IFLA_IFNAME"): ln for ln in nic.get_links()}
+            assert sorted(links) == ["a2tb-host", "a2tb-to1", "a2tb-to2", "lo"]
+            assert links["a2tb-to1"].get_attr("IFLA_MTU") == 9000
+            tbf = {q["index"]: q.get_nested("TCA_OPTIONS", "TCA_TBF_PARMS")["rate"]
+                   for q in nic.get_qdiscs() if q.get_attr("TCA_KIND") == "tbf"}
+            assert sorted(tbf.values()) == [2_500_000, 2_500_000, 10_000_000]
+            # default route to host 3 leaves towards the balanced next hop; cables arrive in the up table
+            nxt = int(tb.routes.paths[2].nodes[1])  # path 0 -> 3
+            (r,) = nic.route("get", dst=lay.host_addr(3))
+            assert r.get_attr("RTA_GATEWAY") == lay.cable_addr(nxt, 0)
+            iifs = sorted(rule.get_attr("FRA_IIFNAME") for rule in nic.get_rules()
+                          if rule.get_attr("FRA_TABLE") == UP_TABLE)
+            assert iifs == ["a2tb-to1", "a2tb-to2"]
+    finally:
+        assert tb.down() == len(tb.layout.namespaces)
+    assert _leftovers(name) == []
+
+
+def test_bench_on_a_four_node_fabric(ring_schedules):
+    """The CI bench: steered MCF-extP, a tsMCF oneCCL schedule and native MPI_Alltoall on a 4-cycle."""
+    name = _name("ci")
+    p = a2a("testbed", "bench", "hypercube:2", "--forwarding", "nic", "--name", name, "--sizes", "64K",
+            "--iters", "2", "--schedule", str(ring_schedules["mpi"]), "--schedule", str(ring_schedules["oneccl"]),
+            "--native", "--default-routes", "--json", "-q")
+    assert _leftovers(name) == []
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert (out["spec"], out["nranks"], out["mcf_flow"]) == ("hypercube:2", 4, pytest.approx(0.5))
+    assert out["bound_Bps"] == pytest.approx(3 * 0.5 * 2.5e6)
+    by = {r["label"]: r for r in out["results"]}
+    assert list(by) == ["r4.mpi", "r4.oneccl", "default-routes", "native"]
+    for r in by.values():
+        assert r["size_bytes"] == 65536 and r["verified"] and r["error"] is None and r["routes_followed"], r
+        assert r["time_s"] > 0 and r["algbw_Bps"] == pytest.approx(3 * 65536 / r["time_s"])
+        assert r["mgmt_bytes"] is not None
+    # 2 chunks of 32 KiB per shard; each of the 8 directed links carries 4 chunks per call: 2 timed calls
+    mcf = by["r4.mpi"]
+    assert mcf["route_mode"] == "direct" and mcf["predicted_Bps"] == pytest.approx(out["bound_Bps"])
+    assert set(mcf["predicted_link_bytes"].values()) == {4 * 32768 * 2}
+    # single shortest paths: 8 shards cross one link and 4 cross two; balanced, 2 shards on every link per call
+    assert set(by["default-routes"]["predicted_link_bytes"].values()) == {2 * 65536 * 2}
+    assert by["native"]["predicted_link_bytes"] == by["default-routes"]["predicted_link_bytes"]
+    for h in range(4):  # NIC forwarding: relays stay in the NICs, each host link carries only its 3 shards
+        assert 0.9 <= by["native"]["host_bytes"][f"nic>{h}"] / (3 * 65536 * 2) <= 1.25
+    for r in by.values():  # measured payload follows the routes (also what routes_followed asserts)
+        for key, want in r["predicted_link_bytes"].items():
+            assert 0.9 * want <= r["link_bytes"][key] <= 1.25 * want, (r["label"], key)
+
+
+def test_host_forwarding_relays_through_the_host(ring_schedules):
+    """Host forwarding: native traffic between opposite corners crosses the relaying host's NIC link."""
+    name = _name("hf")
+    p = a2a("testbed", "bench", "hypercube:2", "--name", name, "--sizes", "64K", "--iters", "2",
+            "--schedule", str(ring_schedules["oneccl"]), "--native", "--json", "-q")
+    assert _leftovers(name) == []
+    assert p.returncode == 0, p.stderr
+    by = {r["label"]: r for r in json.loads(p.stdout)["results"]}
+    one, nat = by["r4.oneccl"], by["native"]
+    assert one["verified"] and one["routes_followed"] and nat["verified"]
+    # each host sinks 3 shards per call and relays 1 (the two-hop pairs): under host forwarding the relayed
+    # shard crosses the host-NIC link too, whether the rank relays it (tsMCF) or the host's kernel (native)
+    for r in (one, nat):
+        for h in range(4):
+            assert 0.9 <= r["host_bytes"][f"nic>{h}"] / (4 * 65536 * 2) <= 1.25, (r["label"], h)
+
+
+def test_wrong_rank_count_fails_in_one_line():
+    name = _name("rk")
+    p = a2a("testbed", "bench", "ring:4", "--name", name, "--schedule",
+            str(SCHEDULES / "hypercube-3-tsmcf.oneccl.xml"))
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.splitlines() == [f"a2a testbed: error: {SCHEDULES / 'hypercube-3-tsmcf.oneccl.xml'}: topology: "
+                                     f"the program has 8 ranks but topology ring:4 has 4 hosts"]
+    assert _leftovers(name) == []
+
+
+def _start_bench(name: str, schedule: Path) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-m", "a2a_compiler", "testbed", "bench", "hypercube:2",
+                             "--forwarding", "nic", "--name", name, "--sizes", "1M", "--iters", "50",
+                             "--schedule", str(schedule), "-q"],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    from pyroute2 import netns
+
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        for ns, pids in netns.ns_pids().items():
+            if ns == f"a2tb-{name}-h2":
+                for pid in pids:
+                    try:
+                        if b"runtimes.testbed.rank" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                            time.sleep(2)  # let it get into the timed loop
+                            return proc, pid
+                    except OSError:
+                        pass
+        time.sleep(0.2)
+    proc.kill()
+    pytest.fail("the bench's ranks never started")
+
+
+def test_killed_rank_tears_down(ring_schedules):
+    name = _name("kr")
+    proc, rank_pid = _start_bench(name, ring_schedules["mpi"])
+    os.kill(rank_pid, signal.SIGKILL)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2 and out == ""
+    (line,) = err.strip().splitlines()
+    assert line.startswith("a2a testbed: error: the MPI job failed (a rank died or was killed")
+    assert _leftovers(name) == []
+
+
+@pytest.mark.parametrize("sig, code, message", [(signal.SIGINT, 130, "a2a testbed: interrupted"),
+                                                (signal.SIGTERM, 130, "a2a testbed: interrupted")])
+def test_signals_tear_down(ring_schedules, sig, code, message):
+    name = _name("sg")
+    proc, _ = _start_bench(name, ring_schedules["mpi"])
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    assert (proc.returncode, out, err.strip()) == (code, "", message)
+    assert _leftovers(name) == []

@@ -1,0 +1,115 @@
+"""The testbed's pure parts (no root needed): names, addresses, default routes, predicted link bytes."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from a2a_compiler.errors import A2AError
+from a2a_compiler.fabric import Fabric
+from a2a_compiler.formats import load_program
+from a2a_compiler.routes import RoutedPath, RouteSet
+from a2a_compiler.topology.spec import from_spec
+from runtimes.testbed.bench import link_chunks, links_follow
+from runtimes.testbed.cleanup import _NS_RE
+from runtimes.testbed.counters import delta
+from runtimes.testbed.layout import Layout, check_name
+from runtimes.testbed.routes import balanced_shortest_paths, forwarding_table, path_program
+
+SCHEDULES = Path(__file__).resolve().parents[1] / "schedules"
+FAB = Fabric(link_bw=2.5e6, forwarding="nic")
+
+
+def test_layout_names_and_addresses():
+    lay = Layout("x1", from_spec("hypercube:2"), FAB)
+    assert lay.namespaces == ["a2tb-x1-m", "a2tb-x1-h0", "a2tb-x1-h1", "a2tb-x1-h2", "a2tb-x1-h3",
+                              "a2tb-x1-n0", "a2tb-x1-n1", "a2tb-x1-n2", "a2tb-x1-n3"]
+    assert lay.cables == [(0, 1), (0, 2), (1, 3), (2, 3)]
+    assert (lay.cable_addr(0, 2), lay.cable_addr(2, 0)) == ("10.128.0.2", "10.128.0.3")
+    assert (lay.host_addr(3), lay.nic_addr(3), lay.mgmt_addr(), lay.mgmt_addr(3)) == (
+        "10.64.0.7", "10.64.0.6", "10.16.0.1", "10.16.0.5")
+    assert Layout.route_addrs(5) == ("10.192.0.10", "10.192.0.11")
+    assert lay.link_if(3) == "a2tb-to3" and len(Layout.link_if(99999999)) <= 15
+    assert lay.aggregate_rate() == 8 * 2.5e6
+
+
+def test_layout_refuses_what_it_cannot_emulate():
+    with pytest.raises(A2AError, match="one-way links"):
+        Layout("x", from_spec("genkautz:8,2"), FAB)
+    with pytest.raises(A2AError, match="needs a link bandwidth"):
+        Layout("x", from_spec("ring:4"), Fabric())
+    for bad in ("", "Upper", "a-b", "x" * 17):
+        with pytest.raises(A2AError, match="lower-case letters and digits"):
+            check_name(bad)
+
+
+def test_only_prefixed_namespaces_belong_to_the_testbed():
+    assert _NS_RE.fullmatch("a2tb-b123-h7").group(1) == "b123"
+    assert _NS_RE.fullmatch("a2tb-b123-m") and _NS_RE.fullmatch("a2tb-b1-n30")
+    for other in ("a2tbx-b1-h0", "b1-h0", "a2tb-b1-h", "a2tb-b1-x0", "a2tb--h0", "test-a2tb-b1-h0"):
+        assert not _NS_RE.fullmatch(other)
+
+
+@pytest.mark.parametrize("spec, max_load", [("bipartite:4", 3.0), ("hypercube:3", 5.0), ("torus:3x3x3", 12.0),
+                                            ("ring:8", 8.0), ("complete:6", 1.0)])
+def test_balanced_shortest_paths_are_an_lft_of_shortest_paths(spec, max_load):
+    t = from_spec(spec)
+    routes = balanced_shortest_paths(t)
+    nxt = forwarding_table(routes)  # raises unless one next hop per (node, destination)
+    g = t.to_networkx()
+    import networkx as nx
+
+    dist = dict(nx.all_pairs_shortest_path_length(g))
+    assert len(routes.paths) == t.n_hosts * (t.n_hosts - 1)
+    assert all(len(p.nodes) - 1 == dist[p.src][p.dst] for p in routes.paths)
+    assert nxt[routes.paths[0].src, routes.paths[0].dst] == routes.paths[0].nodes[1]
+    # single paths cannot beat 0.83 of the MCF optimum (2.5) on K4,4; 5 and 12 against 4 and 9 elsewhere
+    assert routes.alltoall_time == max_load
+
+
+def test_forwarding_table_refuses_non_lft_routes():
+    t = from_spec("ring:4")
+    paths = [RoutedPath(s, d, (s, d) if (d - s) % 4 in (1, 3) else (s, (s + 1) % 4, d), 1.0)
+             for s in range(4) for d in range(4) if s != d]
+    ok = RouteSet("clockwise", t, Fabric(), tuple(paths))
+    assert forwarding_table(ok)[0, 2] == 1
+    with pytest.raises(A2AError, match="several paths"):
+        forwarding_table(RouteSet("x", t, Fabric(), tuple(paths) + (RoutedPath(0, 1, (0, 3, 2, 1), 0.5),)))
+    # 0->1 the long way round meets 3->1's direct path at node 3 with another next hop
+    crossing = [p if (p.src, p.dst) != (0, 1) else RoutedPath(0, 1, (0, 3, 2, 1), 1.0) for p in paths]
+    with pytest.raises(A2AError, match="not destination-based: node 3 forwards traffic for 1 to both 2 and 0"):
+        forwarding_table(RouteSet("x", t, Fabric(), tuple(crossing)))
+
+
+def test_link_chunks_of_the_shipped_schedules():
+    # MCF-extP on K4,4: 4 chunks per shard, every directed link carries exactly LP time x C = 2.5 x 4 chunks
+    chunks = link_chunks(load_program(SCHEDULES / "bipartite-4-mcf-extp.mpi.xml")[1])
+    assert len(chunks) == 32 and set(chunks.values()) == {10}
+    # tsMCF on the 3-cube: 3 chunks per shard, 4 link-times: 12 chunks on each of the 24 links
+    for fmt in ("oneccl", "msccl"):
+        chunks = link_chunks(load_program(SCHEDULES / f"hypercube-3-tsmcf.{fmt}.xml")[1])
+        assert len(chunks) == 24 and set(chunks.values()) == {12}
+
+
+def test_default_routes_as_a_path_schedule():
+    routes = balanced_shortest_paths(from_spec("bipartite:4"))
+    prog = path_program(routes, "bsp")
+    assert (prog.nranks, prog.chunks_per_shard, len(prog.sends), prog.lp_time) == (8, 1, 56, 3.0)
+    loads = link_chunks(prog)
+    assert max(loads.values()) == 3 and sum(loads.values()) == 32 + 24 * 2
+
+
+def test_links_follow_the_prediction_within_tolerance():
+    predicted = {"0-1": 1000, "1-0": 1000, "1-2": 0}
+    assert links_follow({"0-1": 900, "1-0": 1250, "1-2": 10}, predicted) == []
+    assert links_follow({"0-1": 899, "1-0": 1251, "1-2": 11}, predicted) == [
+        "link 0-1 carried 899 B, predicted 1000 B (0.90x)",
+        "link 1-0 carried 1251 B, predicted 1000 B (1.25x)",
+        "link 1-2 carried 11 B but the routes do not use it"]
+
+
+def test_counter_delta_estimates_payload():
+    d = delta({"0-1": (1000, 10)}, {"0-1": (1000 + 9066 * 3 + 66 * 2, 15), "mgmt": (50, 1)})
+    assert d["0-1"] == {"bytes": 9066 * 3 + 132, "packets": 5, "payload": 9000 * 3}
+    assert d["mgmt"] == {"bytes": 50, "packets": 1, "payload": 0}
+    assert np.isclose(9066 - 66, 9000)
