@@ -113,3 +113,12 @@ def test_counter_delta_estimates_payload():
     assert d["0-1"] == {"bytes": 9066 * 3 + 132, "packets": 5, "payload": 9000 * 3}
     assert d["mgmt"] == {"bytes": 50, "packets": 1, "payload": 0}
     assert np.isclose(9066 - 66, 9000)
+
+
+def test_without_root_one_clear_line(monkeypatch):
+    from runtimes.testbed import cleanup
+
+    monkeypatch.setattr(cleanup.os, "geteuid", lambda: 1000)
+    with pytest.raises(A2AError, match=r"^the testbed needs root \(network namespaces, veth links and qdiscs need "
+                                       r"CAP_NET_ADMIN and CAP_SYS_ADMIN\); run it as root$"):
+        cleanup.require_root()

@@ -169,8 +169,12 @@ def _check_memory(a2a, m: int, local_ranks: int) -> None:
                        f"only {avail / 2**30:.1f} GiB available; lower -e")
 
 
-def _timed(comm, fn, send, recv, n_warm, n_iter, check, watchdog):
-    """Run ``fn`` warm-up + timed iterations; returns (per-iteration max-over-ranks times, first error)."""
+def _timed(comm, fn, send, recv, n_warm, n_iter, check, watchdog, on_timed=None):
+    """Run ``fn`` warm-up + timed iterations; returns (per-iteration max-over-ranks times, first error).
+
+    ``on_timed()``, if given, is called on every rank just before the first
+    timed iteration (the testbed snapshots its counters there).
+    """
     import numpy as np
     from mpi4py import MPI
 
@@ -180,6 +184,8 @@ def _timed(comm, fn, send, recv, n_warm, n_iter, check, watchdog):
     times = np.zeros(n_iter)
     error = None
     for it in range(total):
+        if it == n_warm and on_timed is not None:
+            on_timed()
         verify = check == "all" or (check == "first-last" and it in (0, total - 1))
         if verify:
             recv.fill(0xA5)

@@ -48,7 +48,7 @@ def main(job_path: str, out_path: str) -> int:
 
     MPI.Init()
     from a2a_compiler.errors import A2AError
-    from runtimes.mpi.executor import Alltoall, agree
+    from runtimes.mpi.executor import agree
     from runtimes.mpi.watchdog import Watchdog
 
     comm = MPI.COMM_WORLD
@@ -58,7 +58,7 @@ def main(job_path: str, out_path: str) -> int:
         try:
             agree(comm, lambda: _raise(_check_placement(job["host_ns"], comm.rank)))
             for item in job["items"]:
-                results += _run_item(comm, item, job, counters, watchdog, Alltoall)
+                results += _run_item(comm, item, job, counters, watchdog)
         except A2AError as exc:
             if comm.rank == 0:
                 print(f"{prog}: error: {exc}", file=sys.stderr, flush=True)
@@ -79,11 +79,13 @@ def _raise(error: str | None) -> None:
         raise A2AError(error)
 
 
-def _run_item(comm, item, job, counters, watchdog, Alltoall) -> list[dict]:
+def _run_item(comm, item, job, counters, watchdog) -> list[dict]:
     import numpy as np
     from mpi4py import MPI
 
-    from runtimes.mpi.pattern import fill, first_error
+    from runtimes.mpi.cli import _timed
+    from runtimes.mpi.executor import Alltoall
+    from runtimes.mpi.pattern import fill
 
     from .counters import cpu_times, delta
 
@@ -99,40 +101,23 @@ def _run_item(comm, item, job, counters, watchdog, Alltoall) -> list[dict]:
         send = np.empty(N * m, np.uint8)
         recv = np.empty(N * m, np.uint8)
         fill(send, rank, N)
-        total = job["warmup"] + job["iters"]
-        times = np.zeros(job["iters"])
-        error = None
-        for it in range(total):
-            if it == job["warmup"]:
-                comm.Barrier()
-                if rank == 0:
-                    c0, s0 = counters.snapshot(), cpu_times()
-                r0, w0 = _rusage(), MPI.Wtime()
-            verify = it in (0, total - 1)
-            if verify:
-                recv.fill(0xA5)
+        start = {}
+
+        def on_timed():
             comm.Barrier()
-            t0 = MPI.Wtime()
-            call(send, recv)
-            dt = MPI.Wtime() - t0
-            if it >= job["warmup"]:
-                times[it - job["warmup"]] = dt
-            if verify and error is None:
-                error = first_error(recv, rank, N)
-                if error:
-                    error = f"iteration {it}: {error}"
-            watchdog.kick()
+            if rank == 0:
+                start.update(counters=counters.snapshot(), cpu=cpu_times())
+            start.update(rusage=_rusage(), wall=MPI.Wtime())
+
+        times, error = _timed(comm, call, send, recv, job["warmup"], job["iters"], "first-last", watchdog, on_timed)
         comm.Barrier()
-        cpu_ranks, window = comm.reduce(_rusage() - r0), MPI.Wtime() - w0
-        if rank == 0:
-            c1, s1 = counters.snapshot(), cpu_times()
-        comm.Allreduce(MPI.IN_PLACE, times, op=MPI.MAX)
+        cpu_ranks, window = comm.reduce(_rusage() - start["rusage"]), MPI.Wtime() - start["wall"]
         errors = [e for e in comm.gather(error) or () if e]
         if rank == 0:
             out.append({"label": item["label"], "kind": item["kind"], "size_bytes": m,
                         "times_s": times.tolist(), "error": errors[0] if errors else None,
-                        "counters": delta(c0, c1), "cpu_before": s0, "cpu_after": s1,
-                        "ranks_cpu_s": cpu_ranks, "window_s": window})
+                        "counters": delta(start["counters"], counters.snapshot()), "cpu_before": start["cpu"],
+                        "cpu_after": cpu_times(), "ranks_cpu_s": cpu_ranks, "window_s": window})
     if a2a is not None:
         a2a.free()
     return out
