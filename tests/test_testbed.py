@@ -94,8 +94,8 @@ def test_up_builds_the_fabric_and_down_removes_it():
             tbf = {q["index"]: q.get_nested("TCA_OPTIONS", "TCA_TBF_PARMS")["rate"]
                    for q in nic.get_qdiscs() if q.get_attr("TCA_KIND") == "tbf"}
             assert sorted(tbf.values()) == [2_500_000, 2_500_000, 10_000_000]
-            # default route to host 3 leaves towards the balanced next hop; cables arrive in the up table
-            nxt = int(tb.routes.paths[2].nodes[1])  # path 0 -> 3
+            # the default (SSSP) route to host 3 leaves towards its next hop; cables arrive in the up table
+            nxt = next(p.nodes[1] for p in tb.routes.paths if (p.src, p.dst) == (0, 3))
             (r,) = nic.route("get", dst=lay.host_addr(3))
             assert r.get_attr("RTA_GATEWAY") == lay.cable_addr(nxt, 0)
             iifs = sorted(rule.get_attr("FRA_IIFNAME") for rule in nic.get_rules()
@@ -118,7 +118,7 @@ def test_bench_on_a_four_node_fabric(ring_schedules):
     assert (out["spec"], out["nranks"], out["mcf_flow"]) == ("hypercube:2", 4, pytest.approx(0.5))
     assert out["bound_Bps"] == pytest.approx(3 * 0.5 * 2.5e6)
     by = {r["label"]: r for r in out["results"]}
-    assert list(by) == ["r4.mpi", "r4.oneccl", "default-routes", "native"]
+    assert list(by) == ["r4.mpi", "r4.oneccl", "sssp", "native"]
     for r in by.values():
         assert r["size_bytes"] == 65536 and r["verified"] and r["error"] is None and r["routes_followed"], r
         assert r["time_s"] > 0 and r["algbw_Bps"] == pytest.approx(3 * 65536 / r["time_s"])
@@ -127,9 +127,9 @@ def test_bench_on_a_four_node_fabric(ring_schedules):
     mcf = by["r4.mpi"]
     assert mcf["route_mode"] == "direct" and mcf["predicted_Bps"] == pytest.approx(out["bound_Bps"])
     assert set(mcf["predicted_link_bytes"].values()) == {4 * 32768 * 2}
-    # single shortest paths: 8 shards cross one link and 4 cross two; balanced, 2 shards on every link per call
-    assert set(by["default-routes"]["predicted_link_bytes"].values()) == {2 * 65536 * 2}
-    assert by["native"]["predicted_link_bytes"] == by["default-routes"]["predicted_link_bytes"]
+    # single shortest paths: 8 shards cross one link and 4 cross two; SSSP puts 2 shards on every link per call
+    assert set(by["sssp"]["predicted_link_bytes"].values()) == {2 * 65536 * 2}
+    assert by["native"]["predicted_link_bytes"] == by["sssp"]["predicted_link_bytes"]
     for h in range(4):  # NIC forwarding: relays stay in the NICs, each host link carries only its 3 shards
         assert 0.9 <= by["native"]["host_bytes"][f"nic>{h}"] / (3 * 65536 * 2) <= 1.25
     for r in by.values():  # measured payload follows the routes (also what routes_followed asserts)

@@ -21,8 +21,8 @@ against native MPI_Alltoall and the MCF bound (Basu et al. §5.2, Figs. 3-6).
 
 Every host gets a host namespace (its MPI rank) and a NIC namespace joined by a veth pair shaped to
 --host-bw (the host-NIC bottleneck of Fig. 2); every cable is a veth pair between NIC namespaces shaped
-to --link-bw in each direction (tbf). NIC forwarding: the NICs route in the kernel on balanced
-shortest-path default routes (one path per pair, destination-based), and each route of an MPI path
+to --link-bw in each direction (tbf). NIC forwarding: the NICs route in the kernel on SSSP default
+routes (one path per pair, destination-based, like an InfiniBand LFT), and each route of an MPI path
 schedule is steered onto its own path. Host forwarding: NICs never move a packet between cables, so
 every relay goes through a host. MPI is MPICH (ofi/tcp) launched by hydra into the namespaces.
 """
@@ -97,8 +97,8 @@ def register(sub) -> None:
                    help="a schedule to measure (MSCCL, oneCCL-style or MPI path XML); repeat for several")
     b.add_argument("--native", action="store_true", help="also measure native MPI_Alltoall on the default routes")
     b.add_argument("--default-routes", action="store_true",
-                   help="also measure the default routes as a path schedule (each shard whole on its route: "
-                        "steered under NIC forwarding, relayed by the ranks under host forwarding)")
+                   help="also measure the default (SSSP) routes as a path schedule, labelled sssp: each shard whole "
+                        "on its route, steered under NIC forwarding, relayed by the ranks under host forwarding")
     b.add_argument("--sizes", type=_sizes, default=[1 << 20], metavar="LIST",
                    help="per-peer shard sizes, comma-separated (K/M = 1024-powers; default 1M)")
     b.add_argument("--iters", type=positive_int, default=5, metavar="N", help="timed iterations (default 5)")

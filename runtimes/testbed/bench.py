@@ -38,7 +38,7 @@ LINK_TOLERANCE = (0.90, 1.25)
 QUIET_FRACTION = 0.01
 #: Warn when the machine's CPUs were busier than this during the timed iterations.
 BUSY_WARNING = 0.90
-NATIVE, DEFAULT_ROUTES = "native", "default-routes"
+NATIVE = "native"
 
 
 @dataclass
@@ -105,10 +105,10 @@ def _routes_item(testbed: Testbed) -> Item:
     from a2a_compiler.verify.performance import routed_performance
 
     fabric = testbed.layout.fabric
-    program = path_program(testbed.routes, f"{testbed.routes.algo}")
+    program = path_program(testbed.routes, testbed.routes.algo)
     mode = "direct" if fabric.forwarding == "nic" else "relay"
     perf = routed_performance(program, fabric, _capacities(testbed.layout.topology))
-    return Item(DEFAULT_ROUTES, "schedule", program, None, mode, perf.predicted_time, link_chunks(program), 1)
+    return Item(testbed.routes.algo, "schedule", program, None, mode, perf.predicted_time, link_chunks(program), 1)
 
 
 def _native_item(testbed: Testbed) -> Item:

@@ -10,23 +10,16 @@ from pathlib import Path
 from a2a_compiler.errors import A2AError
 from a2a_compiler.fabric import Fabric
 from a2a_compiler.files import atomic_write
-from a2a_compiler.routes import ENGINES, RouteSet, route
+from a2a_compiler.routes import RouteSet
 from a2a_compiler.topology.model import Topology
 
 from . import build, launch
 from .cleanup import instances, read_state, remove, require_root, state_dir
 from .layout import Layout
-from .routes import balanced_shortest_paths, forwarding_table, install_default, install_steering, steering
+from .routes import default_routes, forwarding_table, install_default, install_steering, steering
 
 #: Above this many bytes/s of emulated capacity the kernel cannot forward on 2 cores (see docs/testbed.md).
 MAX_AGGREGATE_BPS = 125e6
-
-
-def default_routes(topology: Topology, fabric: Fabric) -> RouteSet:
-    """The fabric's default routes: the ``sssp`` engine when it exists, else balanced shortest paths."""
-    if "sssp" in ENGINES:
-        return route(topology, "sssp", fabric)
-    return balanced_shortest_paths(topology, fabric)
 
 
 class Testbed:

@@ -3,7 +3,9 @@
 *Default routes* carry native ``MPI_Alltoall`` and every unsteered message:
 one path per (source, destination), destination-based like an InfiniBand LFT,
 so each NIC namespace holds one ``/32`` route per destination host.
-:func:`balanced_shortest_paths` computes them.
+:func:`default_routes` takes them from the ``sssp`` routing engine
+(:mod:`a2a_compiler.routes.sssp`, congestion-weighted shortest-path trees,
+as OpenSM computes them).
 
 *Forwarding* (Basu et al. §2.1, Fig. 2): with NIC forwarding the NIC
 namespaces route between cables in the kernel.  With host forwarding a NIC
@@ -26,13 +28,11 @@ route.
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.sparse.csgraph import shortest_path
 
 from a2a_compiler.errors import A2AError
 from a2a_compiler.fabric import Fabric
 from a2a_compiler.formats import MpiPathProgram, PathSend
-from a2a_compiler.routes import RoutedPath, RouteSet
+from a2a_compiler.routes import RouteSet, route
 from a2a_compiler.topology.model import Topology
 
 from .build import Handles
@@ -42,43 +42,9 @@ from .layout import HOST_IF, Layout
 UP_TABLE = 100
 
 
-def balanced_shortest_paths(topology: Topology, fabric: Fabric | None = None) -> RouteSet:
-    """Destination-based shortest paths, balanced by least-loaded tie-breaking.
-
-    For each destination host ``d`` in turn, every node (nearest to ``d``
-    first) picks the neighbour one hop closer to ``d`` whose path to ``d``,
-    extended by the link to it, has the smallest maximum link load (then the
-    smallest total load, then the lowest id); a host then adds its own route
-    to the loads.  The paths to each destination form a shortest-path in-tree,
-    so the routes are an LFT (one next hop per node and destination), like
-    InfiniBand's min-hop routing with port balancing.  The testbed's default
-    routes until :mod:`a2a_compiler.routes` has an ``sssp`` engine.
-    """
-    t = topology
-    n, nh = t.n_nodes, t.n_hosts
-    graph = sp.csr_matrix((np.ones(t.n_links), (t.dst, t.src)), shape=(n, n))  # reversed: BFS towards d
-    dist = shortest_path(graph, unweighted=True, indices=np.arange(nh))        # dist[d, u] = hops u -> d
-    load = np.zeros(t.n_links)
-    out = [np.flatnonzero(t.src == u) for u in range(n)]
-    paths = []
-    for d in range(nh):
-        reach = np.isfinite(dist[d])
-        if not reach[:nh].all():
-            raise A2AError(f"{t.spec}: host {int(np.flatnonzero(~reach[:nh])[0])} cannot reach host {d}")
-        via: dict[int, list[int]] = {d: []}  # node -> link indices of its path to d
-
-        def cost(e):
-            p = [e] + via[int(t.dst[e])]
-            return load[p].max(), load[p].sum(), int(t.dst[e])
-
-        for u in sorted(np.flatnonzero(reach & (dist[d] > 0)).tolist(), key=lambda u: (dist[d, u], u)):
-            e = min(out[u][dist[d, t.dst[out[u]]] == dist[d, u] - 1], key=cost)
-            via[u] = [int(e)] + via[int(t.dst[e])]
-            if u < nh:
-                load[via[u]] += 1
-        paths += [RoutedPath(s, d, (s, *t.dst[via[s]].tolist()), 1.0) for s in range(nh) if s != d]
-    paths.sort(key=lambda p: (p.src, p.dst))
-    return RouteSet("balanced-shortest-paths", t, fabric or Fabric(), tuple(paths))
+def default_routes(topology: Topology, fabric: Fabric) -> RouteSet:
+    """The fabric's default routes: the ``sssp`` engine's (one destination-based path per pair)."""
+    return route(topology, "sssp", fabric)
 
 
 def forwarding_table(routes: RouteSet) -> np.ndarray:
