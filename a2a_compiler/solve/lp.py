@@ -177,12 +177,14 @@ def solve_mip(
     time_limit: float | None = None,
     rel_gap: float | None = None,
     start: np.ndarray | None = None,
+    options: dict | None = None,
 ) -> MIPResult:
     """Minimise ``c·x`` over the rows and bounds with ``x_j`` integer where ``integrality[j] == 1``.
 
     One ``passModel`` call, like :func:`solve_lp`.  ``rel_gap`` is HiGHS's
     ``mip_rel_gap`` (stop once the incumbent is within it of the bound),
-    ``start`` a feasible point to begin from.  Returns the incumbent at a time
+    ``start`` a feasible point to begin from; extra HiGHS options go in
+    ``options``.  Returns the incumbent at a time
     limit; raises :class:`A2AError` if there is none or the model is infeasible.
     """
     h = quiet_highs()
@@ -190,6 +192,8 @@ def solve_mip(
         h.setOptionValue("time_limit", float(time_limit))
     if rel_gap is not None:
         h.setOptionValue("mip_rel_gap", float(rel_gap))
+    for key, value in (options or {}).items():
+        h.setOptionValue(key, value)
     n_row, n_col = _pass_model(h, c, A, row_lower, row_upper, col_lower, col_upper, False, integrality, "MIP")
     if start is not None:
         sol = highspy.HighsSolution()
