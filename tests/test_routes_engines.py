@@ -27,6 +27,7 @@ routing's all-to-all time is its max link load.
 """
 
 import pytest
+from scipy.sparse import csgraph
 
 from a2a_compiler.errors import A2AError
 from a2a_compiler.fabric import Fabric
@@ -98,6 +99,10 @@ def test_sssp_is_single_path_and_congestion_aware():
     # SSSP ignores the global optimum but balances: at least the integral single-path optimum 3
     assert 3 <= rs.alltoall_time <= 4
     assert route(from_spec("torus:3x3x3"), "sssp").alltoall_time == 9
+    # weights start at P^2 (OpenSM), so routes are shortest paths; the route counts pick among them
+    gk = from_spec("genkautz:32,4")
+    hops = csgraph.shortest_path(gk.adjacency(), unweighted=True)
+    assert all(len(p.nodes) - 1 == hops[p.src, p.dst] for p in route(gk, "sssp").paths)
 
 
 def test_fptas_certified_bound_brackets_the_optimum():

@@ -5,7 +5,9 @@ described by Hoefler, Schneider & Lumsdaine 2008 as "SSSP"): destinations are
 routed one after another, each by a shortest-path tree toward it computed with
 Dijkstra on *link weights*, and after every destination each link's weight
 grows by the number of routes it now carries.  Later trees therefore avoid the
-links earlier ones loaded; a route is not necessarily minimal.  Basu et al.
+links earlier ones loaded.  Weights start at ``P²`` (``P`` endpoints), as in
+OpenSM, which makes hop count dominate: routes are (almost always) minimal and
+the route counts choose among the shortest paths.  Basu et al.
 §5.2–5.3 use it as the fast, general single-path baseline ("up to 1.6× worse
 than MCF").
 """
@@ -44,7 +46,7 @@ def tree_paths(pred: np.ndarray, root: int, leaves, toward_root: bool) -> list[t
 def sssp(topology: Topology, fabric: Fabric | None = None, *, progress=None) -> RouteSet:
     """One route per host pair by congestion-weighted shortest-path trees (Domke et al. 2011).
 
-    Link weights start at 1.  For each destination host ``d`` in id order,
+    Link weights start at ``P²`` for ``P`` hosts.  For each destination host ``d`` in id order,
     Dijkstra on the reversed graph gives every node's next hop toward ``d``
     (a tree, as in an InfiniBand forwarding table); each source host follows it,
     and every link on a route then gains weight 1 per route crossing it (OpenSM
@@ -58,7 +60,7 @@ def sssp(topology: Topology, fabric: Fabric | None = None, *, progress=None) -> 
     live = np.flatnonzero(topology.capacity > 0)
     src, dst = topology.src[live], topology.dst[live]
     key = src * n + dst
-    weight = np.ones(len(live))
+    weight = np.full(len(live), float(nh) ** 2)
     paths = []
     for d in range(nh):
         reverse = sp.csr_array((weight, (dst, src)), shape=(n, n))
