@@ -1,5 +1,7 @@
 """Zahavi et al. 2009 fat-tree routing (ftree) and OpenSM MinHop: tree extraction, tables, shift congestion."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -135,3 +137,14 @@ def test_minhop_routes_any_topology_minimally():
     routes = route(from_spec("slimfly:5,p=0"), "minhop", Fabric())
     assert max(len(p.nodes) - 1 for p in routes.paths) == 2
     assert np.all(routes.link_loads() == 13.0)
+
+
+def test_cli_pattern_shift(capsys):
+    from a2a_compiler.cli import main
+
+    assert main(["routes", "fattree:2,4", "--algo", "minhop", "--pattern", "shift", "--json", "-q"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert (d["pattern"], d["congestion_worst"], d["stages"]) == ("shift", 4.0, 15)
+    assert d["congestion_avg"] == pytest.approx(36 / 15)
+    assert main(["routes", "fattree:2,4", "--algo", "ftree", "--pattern", "shift", "-q"]) == 0
+    assert "pattern    shift: congestion worst 1, average 1 over 15 stages" in capsys.readouterr().out

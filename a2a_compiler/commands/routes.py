@@ -9,6 +9,7 @@ from ..deadlock import SCHEMES
 from ..errors import A2AError
 from ..files import atomic_write
 from ..routes import ENGINES
+from ..routes.patterns import PATTERNS, pattern_congestion
 from .common import add_fabric_args, add_topology_args, fabric_from_args, positive_int, print_json, \
     topology_from_args
 from .solve import DelayedProgress
@@ -29,12 +30,19 @@ algorithms:
   mcf-extp       link MCF + widest-path extraction (section 3.2.1)
   pmcf-disjoint  path MCF over link-disjoint paths (section 3.1.4)
   pmcf-shortest  path MCF over all shortest paths
+  ftree          Zahavi et al. 2009: fat-tree tables (tree order extracted from the topology)
+                 that make every shift stage congestion-free on 1:1 fat trees
+  minhop         OpenSM's original MinHop: min-hop ports balanced per switch (ftree's baseline)
 
 deadlock schemes (--deadlock; each layer's channel dependency graph is acyclic):
   lash      Skeie et al. 2002: host pairs first-fit into layers
   lash-seq  LASH-sequential (section 5.5): routes first-fit one at a time, then the top
             layers are emptied route by route; never more layers than lash
   dfsssp    Domke et al. 2011: cycles broken at their weakest dependency, routes moved up
+
+patterns (--pattern): shift = stages s = 1..N-1 of pairs i -> (i+s) mod N; reports the
+largest number of routes on one link (divided by its capacity) per stage, worst and
+average over the stages (congestion_worst, congestion_avg; Zahavi et al. Table I).
 
 chunks: each shard is split into C equal chunks.  C is the least common multiple of the
 weights' denominators (for equal splits, of the path counts) when that is <= --max-chunks,
@@ -56,6 +64,7 @@ examples:
   a2a routes torus:3x3x3 --algo mcf-extp --forwarding nic --deadlock lash-seq -o t3-mcf.xml
   a2a routes genkautz:81,8 --remove-links 20 --algo ilp-disjoint --eps 0.1 --time-limit 120
   a2a routes torus:3x3x3 --algo dor -o t3-dor.xml && a2a verify t3-dor.xml --deadlock-free
+  a2a routes fattree:4,3 --algo minhop --pattern shift      # congestion 4 worst, 3.24 average
 """
 
 #: Engine options of the command line -> the algorithms that take them.
@@ -89,6 +98,7 @@ def register(sub) -> None:
                    help="assign virtual layers: " + ", ".join(SCHEMES) + " (default: keep the engine's layers)")
     d.add_argument("--max-layers", type=positive_int, metavar="K",
                    help="fail unless the routes fit in K virtual layers")
+    g.add_argument("--pattern", choices=PATTERNS, help="also report the congestion of this pattern's stages")
     o = p.add_argument_group("output")
     o.add_argument("--max-chunks", type=positive_int, default=64, metavar="C",
                    help="most chunks per shard (default 64)")
@@ -131,6 +141,9 @@ def _human(s: dict) -> str:
     how = f" ({s['deadlock']})" if s["deadlock"] else ""
     lines.append(f"layers     {s['layers']}{how}, " + ("deadlock-free" if s["deadlock_free"] else
                                                           "NOT deadlock-free (cyclic channel dependencies)"))
+    if "pattern" in s:
+        lines.append(f"pattern    {s['pattern']}: congestion worst {s['congestion_worst']:.6g}, average "
+                     f"{s['congestion_avg']:.6g} over {s['stages']} stages")
     lines.append(f"computed   in {s['seconds']:.2f} s")
     if s.get("output"):
         lines.append(f"saved      {s['output']}")
@@ -153,6 +166,9 @@ def run(args) -> int:
     if args.output:
         atomic_write(args.output, result.xml)
     s = {**result.summary(), "output": args.output}
+    if args.pattern:
+        c = pattern_congestion(result.routes, args.pattern)
+        s.update(pattern=args.pattern, congestion_worst=c.worst, congestion_avg=c.average, stages=len(c.per_stage))
     if not result.chunks_exact and not args.quiet:
         print(f"a2a routes: note: the route weights need more than --max-chunks {args.max_chunks} chunks per "
               f"shard to be exact; rounded to {s['chunks_per_shard']} (all-to-all time {s['route_time']:.6g} -> "
