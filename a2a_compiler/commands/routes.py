@@ -33,6 +33,14 @@ algorithms:
   ftree          Zahavi et al. 2009: fat-tree tables (tree order extracted from the topology)
                  that make every shift stage congestion-free on 1:1 fat trees
   minhop         OpenSM's original MinHop: min-hop ports balanced per switch (ftree's baseline)
+  sf-min         Besta & Hoefler 2014: Slim Fly minimal routing, VC k on router hop k (2 VCs)
+  sf-val         Slim Fly Valiant routing via a random router per pair (--route-seed), 4 VCs
+  ugal           refused: adaptive per packet, no static routes (use sf-min / sf-val)
+  fatpaths       Besta et al. 2020: --layers L layers, random cable subsets (--rho) or the
+                 overlap-minimising variant (--variant balanced), shortest paths in each
+  sf-layers      Blach et al. 2024, Alg. 1: layer 0 balanced minimal paths, each further layer
+                 one almost-minimal path per router pair with the least overlap; layers and
+                 fatpaths get virtual lanes by DFSSSP; info reports disjoint-path counts
 
 deadlock schemes (--deadlock; each layer's channel dependency graph is acyclic):
   lash      Skeie et al. 2002: host pairs first-fit into layers
@@ -65,6 +73,8 @@ examples:
   a2a routes genkautz:81,8 --remove-links 20 --algo ilp-disjoint --eps 0.1 --time-limit 120
   a2a routes torus:3x3x3 --algo dor -o t3-dor.xml && a2a verify t3-dor.xml --deadlock-free
   a2a routes fattree:4,3 --algo minhop --pattern shift      # congestion 4 worst, 3.24 average
+  a2a routes slimfly:5 --algo sf-val --route-seed 1 -o sf5-val.xml && a2a verify sf5-val.xml --deadlock-free
+  a2a routes slimfly:5 --algo sf-layers --layers 4 --json   # info: vls, disjoint_paths_histogram, ...
 """
 
 #: Engine options of the command line -> the algorithms that take them.
@@ -73,6 +83,10 @@ ENGINE_OPTIONS = {
     "eps": ("--eps", ("ilp-disjoint", "ilp-shortest", "fptas")),
     "max_paths": ("--max-paths", ("ewsp", "ilp-shortest", "pmcf-shortest")),
     "early_stop": ("--no-early-stop", ("fptas",)),
+    "layers": ("--layers", ("fatpaths", "sf-layers")),
+    "rho": ("--rho", ("fatpaths",)),
+    "variant": ("--variant", ("fatpaths",)),
+    "seed": ("--route-seed", ("sf-val", "fatpaths", "sf-layers")),
 }
 
 
@@ -98,6 +112,14 @@ def register(sub) -> None:
                    help="assign virtual layers: " + ", ".join(SCHEMES) + " (default: keep the engine's layers)")
     d.add_argument("--max-layers", type=positive_int, metavar="K",
                    help="fail unless the routes fit in K virtual layers")
+    g.add_argument("--layers", type=positive_int, metavar="L",
+                   help="fatpaths, sf-layers: routing layers, i.e. LID offsets of the LMC range (default 4)")
+    g.add_argument("--rho", type=float, metavar="R", help="fatpaths: fraction of cables in each random layer "
+                                                          "(default 0.6)")
+    g.add_argument("--variant", choices=("random", "balanced"),
+                   help="fatpaths: random cable sampling (default) or the overlap-minimising layers")
+    g.add_argument("--route-seed", dest="seed", type=int, metavar="S",
+                   help="sf-val, fatpaths, sf-layers: seed of the random choices (default 0)")
     g.add_argument("--pattern", choices=PATTERNS, help="also report the congestion of this pattern's stages")
     o = p.add_argument_group("output")
     o.add_argument("--max-chunks", type=positive_int, default=64, metavar="C",

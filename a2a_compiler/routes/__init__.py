@@ -32,6 +32,11 @@ ENGINES: dict[str, tuple[str, str]] = {
     "pmcf-shortest": ("flows", "pmcf_shortest"),
     "ftree": ("ftree", "ftree"),
     "minhop": ("minhop", "minhop"),
+    "sf-min": ("sf_min", "sf_min"),
+    "sf-val": ("sf_val", "sf_val"),
+    "ugal": ("ugal", "ugal"),
+    "fatpaths": ("fatpaths", "fatpaths"),
+    "sf-layers": ("sf_layers", "sf_layers"),
 }
 
 

@@ -93,20 +93,24 @@ def hop_links(topology: Topology, nodes: np.ndarray) -> np.ndarray:
 
 def routes_from_nodes(algo: str, topology: Topology, fabric: Fabric, src: np.ndarray, dst: np.ndarray,
                       nodes: np.ndarray, *, weight=None, layer=None, vcs: np.ndarray | None = None,
-                      **fields) -> RouteSet:
+                      routing_layer=None, **fields) -> RouteSet:
     """A :class:`RouteSet` of the padded node matrix ``nodes`` (one row per path).
 
-    ``weight`` and ``layer`` are scalars or one value per path (default 1 and 0);
-    ``vcs`` is a padded ``(n_paths, hops)`` matrix of per-hop virtual channels.
+    ``weight``, ``layer`` and ``routing_layer`` are scalars or one value per
+    path (default 1, 0 and 0); ``vcs`` is a padded ``(n_paths, hops)`` matrix of
+    per-hop virtual channels.
     """
     n = len(src)
-    weight = np.broadcast_to(np.asarray(1.0 if weight is None else weight, dtype=float), (n,)).tolist()
-    layer = np.broadcast_to(np.asarray(0 if layer is None else layer, dtype=np.int64), (n,)).tolist()
+
+    def each(value, default, dtype):
+        return np.broadcast_to(np.asarray(default if value is None else value, dtype=dtype), (n,)).tolist()
+
     length = (nodes >= 0).sum(1).tolist()
-    rows = nodes.tolist()
     vrows = vcs.tolist() if vcs is not None else [None] * n
     paths = tuple(
-        RoutedPath(s, d, tuple(r[:k]), w, lay, None if v is None else tuple(v[:k - 1]))
-        for s, d, r, k, w, lay, v in zip(src.tolist(), dst.tolist(), rows, length, weight, layer, vrows)
+        RoutedPath(s, d, tuple(r[:k]), w, lay, None if v is None else tuple(v[:k - 1]), rl)
+        for s, d, r, k, w, lay, v, rl in zip(src.tolist(), dst.tolist(), nodes.tolist(), length,
+                                              each(weight, 1.0, float), each(layer, 0, np.int64), vrows,
+                                              each(routing_layer, 0, np.int64))
     )
     return RouteSet(algo, topology, fabric, paths, **fields)

@@ -22,7 +22,10 @@ class RoutedPath:
     ``nodes`` are topology node ids from ``src`` to ``dst`` (switches included).
     ``vcs`` is ``None`` or one virtual channel per hop (``len(nodes) - 1``
     values); ``layer`` is the route's virtual layer (LASH/DFSSSP style, one
-    channel class for the whole route).
+    channel class for the whole route).  ``routing_layer`` is, for a layered
+    routing (FatPaths, Blach et al. 2024), the layer whose forwarding tables
+    carry the route (its LID offset in the LMC range); it is independent of
+    the deadlock ``layer``.
     """
 
     src: int
@@ -31,6 +34,7 @@ class RoutedPath:
     weight: float
     layer: int = 0
     vcs: tuple[int, ...] | None = None
+    routing_layer: int = 0
 
     @property
     def channels(self) -> tuple[int, ...]:

@@ -19,7 +19,7 @@ from ..errors import DisconnectedError
 from .model import Topology
 
 
-def _attachment(topology: Topology) -> tuple[np.ndarray, np.ndarray]:
+def attachment(topology: Topology) -> tuple[np.ndarray, np.ndarray]:
     """``(a, o)``: each host's attachment point and its offset (see module doc)."""
     nh = topology.n_hosts
     a, o = np.arange(nh), np.zeros(nh, dtype=np.int64)
@@ -38,7 +38,7 @@ def _attachment(topology: Topology) -> tuple[np.ndarray, np.ndarray]:
 
 def _point_distances(topology: Topology):
     """Attachment points, host -> point index, offsets, and point-to-point hop distances."""
-    a, o = _attachment(topology)
+    a, o = attachment(topology)
     points, inv = np.unique(a, return_inverse=True)
     d = csgraph.shortest_path(topology.adjacency("ones"), unweighted=True, indices=points)[:, points]
     return points, inv, o, d
