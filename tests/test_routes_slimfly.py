@@ -173,3 +173,20 @@ def test_max_disjoint():
     assert max_disjoint([f({1, 2}), f({2, 3}), f({4}), f({5, 1})]) == 3
     assert max_disjoint([f({1}), f({1}), f({1, 2})]) == 1
     assert max_disjoint([]) == 0
+
+
+def test_cli_layered_routes_verify_deadlock_free(tmp_path, capsys):
+    import json
+
+    from a2a_compiler.cli import main
+
+    out = tmp_path / "sf.xml"
+    assert main(["routes", "slimfly:4,p=0", "--algo", "sf-layers", "--layers", "3", "--route-seed", "1",
+                 "-o", str(out), "--json", "-q"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert s["info"]["layers"] == 3 and s["info"]["seed"] == 1 and s["deadlock_free"]
+    assert s["layers"] == s["info"]["vls"] and s["max_paths_per_pair"] == 3
+    assert main(["verify", str(out), "--deadlock-free", "--topology", "slimfly:4,p=0"]) == 0
+    capsys.readouterr()
+    assert main(["routes", "slimfly:4,p=0", "--algo", "sf-min", "--layers", "2"]) == 2
+    assert "--layers applies to --algo fatpaths / sf-layers, not sf-min" in capsys.readouterr().err

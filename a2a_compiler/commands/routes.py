@@ -10,8 +10,8 @@ from ..errors import A2AError
 from ..files import atomic_write
 from ..routes import ENGINES
 from ..routes.patterns import PATTERNS, pattern_congestion
-from .common import add_fabric_args, add_topology_args, fabric_from_args, positive_int, print_json, \
-    topology_from_args
+from .common import add_fabric_args, add_topology_args, fabric_from_args, nonnegative_int, positive_int, \
+    print_json, topology_from_args
 from .solve import DelayedProgress
 
 HELP = "route every host pair with a baseline or MCF scheme; chunk, layer and write an MPI path schedule"
@@ -86,8 +86,10 @@ ENGINE_OPTIONS = {
     "layers": ("--layers", ("fatpaths", "sf-layers")),
     "rho": ("--rho", ("fatpaths",)),
     "variant": ("--variant", ("fatpaths",)),
-    "seed": ("--route-seed", ("sf-val", "fatpaths", "sf-layers")),
+    "route_seed": ("--route-seed", ("sf-val", "fatpaths", "sf-layers")),
 }
+#: Command-line options whose engine keyword has another name (``--seed`` is puncturing's).
+ENGINE_KEYWORD = {"route_seed": "seed"}
 
 
 def register(sub) -> None:
@@ -118,7 +120,7 @@ def register(sub) -> None:
                                                           "(default 0.6)")
     g.add_argument("--variant", choices=("random", "balanced"),
                    help="fatpaths: random cable sampling (default) or the overlap-minimising layers")
-    g.add_argument("--route-seed", dest="seed", type=int, metavar="S",
+    g.add_argument("--route-seed", type=nonnegative_int, metavar="S",
                    help="sf-val, fatpaths, sf-layers: seed of the random choices (default 0)")
     g.add_argument("--pattern", choices=PATTERNS, help="also report the congestion of this pattern's stages")
     o = p.add_argument_group("output")
@@ -139,7 +141,7 @@ def engine_options(args) -> dict:
             continue
         if args.algo not in algos:
             raise A2AError(f"{flag} applies to --algo {' / '.join(algos)}, not {args.algo}")
-        opts[key] = value
+        opts[ENGINE_KEYWORD.get(key, key)] = value
     return opts
 
 
