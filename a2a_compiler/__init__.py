@@ -1,0 +1,23 @@
+"""a2a-compiler: bandwidth-optimal all-to-all schedules for direct-connect topologies (Basu et al., HPDC 2024).
+
+``a2a_compiler.compile(spec, emit="msccl", ...)`` runs the whole pipeline and
+returns a :class:`~a2a_compiler.compiler.CompileResult`; the ``a2a`` command is a
+thin layer over it.  Importing the package is cheap: stages load on first use.
+"""
+
+from importlib.metadata import PackageNotFoundError, version as _version
+
+try:
+    __version__ = _version("a2a-compiler")
+except PackageNotFoundError:  # running from a source tree that was never installed
+    __version__ = "0+unknown"
+
+__all__ = ["compile", "CompileResult", "__version__"]
+
+
+def __getattr__(name):
+    if name in ("compile", "CompileResult"):
+        from . import compiler
+
+        return getattr(compiler, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

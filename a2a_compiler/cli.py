@@ -39,9 +39,12 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     Registering imports a command's stage, so ``a2a run`` on every MPI rank does
     not pay for the solver and topology imports it never uses.
     """
+    from . import __version__
+
     parser = argparse.ArgumentParser(
         prog="a2a", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    parser.add_argument("--version", action="version", version=f"a2a-compiler {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS if only is None else [only]:
         try:
@@ -57,7 +60,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(argv[0] if argv and argv[0] in COMMANDS else None)
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # argparse leaves these to the top-level parser; the command's own usage is the helpful one
+        command = getattr(args, "command", None)
+        subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        (subparsers.choices[command] if command else parser).error(f"unrecognized arguments: {' '.join(extra)}")
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

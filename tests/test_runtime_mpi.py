@@ -183,9 +183,16 @@ def test_human_table_and_bound_columns():
     lines = p.stdout.splitlines()
     assert lines[0].endswith("oneccl schedule 'runtime-ecube-8', 8 ranks, 2 chunk(s)/shard, "
                              "up to 10 scratch chunk(s) per rank")
-    assert "# MCF bound (N-1)*F*b = 5.469 GB/s (F = 0.25)" in lines
-    rows = [x.split() for x in lines if not x.startswith("#")]
-    assert [(r[0], r[1], r[-1]) for r in rows] == [("2048", "1024", "ok"), ("4096", "2048", "ok")]
+    assert "# %bound = algbw / (N-1)*F*b, the LP bound 5.469 GB/s (F = 0.25)" in lines
+    assert "# algbw = (N-1)*m/median (what each rank sends, per second); busbw = algbw*(N-1)/N (nccl-tests' " \
+           "all-to-all bus bandwidth)" in lines
+    head = next(x for x in lines if x.startswith("#") and "busbw(GB/s)" in x).split()[1:]
+    rows = [dict(zip(head, x.split())) for x in lines if not x.startswith("#")]
+    assert [(r["bytes"], r["chunk"], r["check"]) for r in rows] == [("2048", "1024", "ok"), ("4096", "2048", "ok")]
+    for r in rows:  # busbw = algbw * 7/8 (to the printed precision) and %bound = algbw / 5.469 GB/s
+        assert abs(float(r["busbw(GB/s)"]) - float(r["algbw(GB/s)"]) * 7 / 8) <= 0.0015
+        assert abs(float(r["%bound"]) - 100 * float(r["algbw(GB/s)"]) / 5.46875) <= 0.1
+    assert lines[-2].startswith("# average over 2 size(s): algbw ")
     assert lines[-1] == "# all sizes verified"
 
 

@@ -56,6 +56,9 @@ def test_save_round_trip_and_text_output(tmp_path, capsys):
     assert "concurrent flow F = 0.2" in text and "certified upper bound" in text and "weighted paths" in text
     sol = FlowSolution.load(out)
     assert sol.method == "mcf-extp" and sol.concurrent_flow == pytest.approx(0.2)
+    again = tmp_path / "q.npz"
+    assert main(["solve", "petersen", "--method", "mcf-extp", "-q", "--save", str(again)]) == 0
+    assert again.read_bytes() == out.read_bytes()  # deterministic: no timings or zip timestamps inside
     assert len(sol.paths) == 90  # one shortest path per pair suffices on the Petersen graph
     assert abs(sum(p.weight for p in sol.paths if (p.src, p.dst) == (0, 7)) - 1) < 1e-12
 

@@ -63,7 +63,7 @@ def test_compile_msccl_oneccl_byte_identical_and_verified(tmp_path, capsys):
         assert main(["verify", str(a), "--topology", "ring:4", "--json"]) == 0
         d = json.loads(capsys.readouterr().out)
         assert d["valid"] and d["format"] == emit and d["ranks"] == 4
-    assert "LP time    2 link-times" in outs["msccl"]
+    assert "LP         2 link-times, tsmcf's own LP (certified): fidelity 1.0000" in outs["msccl"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-msccl.xml", "a-oneccl.xml", "b-msccl.xml", "b-oneccl.xml"]
 
 
@@ -78,14 +78,14 @@ def test_compile_from_ir(tmp_path, capsys):
     assert main(["compile", "--from-ir", str(ir), "--emit", "mpi", "-o", str(tmp_path / "x.xml")]) == 2
     assert "--emit mpi needs a path schedule" in capsys.readouterr().err
     assert main(["compile", "--from-ir", str(ir), "--emit", "msccl", "--link-bw", "25Gbps", "-o", str(lowered)]) == 2
-    assert "--link-bw: the schedule in" in capsys.readouterr().err
+    assert "--link-bw: the schedule is already solved and chunked" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("argv, message", [
     (["ring:4", "--emit", "msccl", "--method", "mcf-extp"], "--emit msccl needs a link schedule: use --method tsmcf"),
     (["ring:4", "--emit", "mpi", "--method", "tsmcf"], "--emit mpi needs a path schedule"),
     (["ring:4", "--emit", "oneccl", "--channels", "2"], "--channels applies to --emit msccl only"),
-    (["--emit", "msccl"], "give a topology SPEC"),
+    (["--emit", "msccl"], "give either SPEC or --from-ir FILE.json"),
 ])
 def test_compile_user_errors_write_nothing(tmp_path, capsys, argv, message):
     out = tmp_path / "x.xml"

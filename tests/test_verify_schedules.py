@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from a2a_compiler.cli import main
+from a2a_compiler.compiler import flag
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEDULES = ROOT / "schedules"
@@ -15,27 +16,24 @@ make_schedules = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(make_schedules)
 
 
-def _verify_args(cargs):
-    """``a2a compile`` arguments -> ``a2a verify`` topology/fabric arguments."""
-    i = cargs.index("--emit")
-    rest = cargs[1:i] + cargs[i + 2:]
-    return ["--topology", cargs[0], *rest]
-
-
-@pytest.mark.parametrize("name, cargs", [(n, a) for n, a, _ in make_schedules.SCHEDULES])
-def test_precompiled_schedule_verifies(name, cargs, capsys):
+@pytest.mark.parametrize("name, spec, options", [(n, s, o) for n, (s, _, o), _ in make_schedules.SCHEDULES])
+def test_precompiled_schedule_verifies(name, spec, options, capsys):
     f = SCHEDULES / name
     assert f.exists(), f"{name} missing: run python tools/make_schedules.py"
-    assert main(["verify", str(f), *_verify_args(cargs), "--no-lp", "--json"]) == 0
+    fabric = [a for k in ("link_bw", "host_bw", "forwarding") if k in options for a in (flag(k), options[k])]
+    assert main(["verify", str(f), "--topology", spec, *fabric, "--no-lp", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["valid"] and d["errors"] == [] and d["format"] == name.split(".")[-2]
     assert d["ranks"] == (27 if "torus" in name else 8)
+    if "min_fidelity" in options:  # the >= 0.99 torus file: LP 13.5, dataflow 409/30 = 13.6333: fidelity 0.9902
+        assert d["predicted_time"] == pytest.approx(409 / 30, abs=1e-9)
 
 
 def test_readme_lists_every_schedule_with_its_command():
     text = (SCHEDULES / "README.md").read_text()
-    for name, cargs, _ in make_schedules.SCHEDULES:
-        assert f"`a2a compile {' '.join(cargs)} -o schedules/{name}`" in text
+    for name, (spec, emit, options), _ in make_schedules.SCHEDULES:
+        assert f"`{make_schedules.command(name, spec, emit, options)}`" in text
+        assert f"`{make_schedules.command(name, spec, emit, options)}` | " in text
 
 
 def test_recompiled_schedules_are_byte_identical():

@@ -9,6 +9,7 @@ invariant (:func:`a2a_compiler.chunk.ir.validate`).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from ..errors import A2AError
@@ -30,32 +31,42 @@ def build_schedule(
     method: str,
     *,
     max_chunks: int = 16,
+    min_fidelity: float | None = None,
     steps: int | None = None,
     solve_options: dict | None = None,
+    program_time=None,
     progress=None,
 ) -> Schedule:
-    """Solve ``topology`` under ``fabric`` with ``method`` and chunk the flows.
+    """Solve ``topology`` under ``fabric`` with ``method`` and chunk the flows (Basu et al. §3, §4).
 
-    ``max_chunks`` caps chunks per shard (the smallest ``C`` reaching fidelity
-    0.95 is used); ``steps`` fixes tsMCF's ``l_max``; ``solve_options`` go to
-    the solver; ``progress`` receives one-line messages.
+    ``max_chunks`` caps chunks per shard; the smallest ``C`` reaching
+    ``min_fidelity`` is used (default: the smallest reaching 0.95, else the best;
+    an explicit ``min_fidelity`` that no ``C`` reaches is an error).  ``steps``
+    fixes tsMCF's ``l_max``; ``solve_options`` go to the solver (e.g. pmcf's
+    ``paths``); ``program_time(schedule)`` prices a candidate as the program that
+    will be emitted from it (see :func:`~a2a_compiler.chunk.chunking.choose_chunks`);
+    ``progress`` receives one-line messages.
+
+    The schedule's ``lp_time`` is the certified bound of the method's own LP
+    (:attr:`~a2a_compiler.solve.FlowSolution.lp_time`) and ``info["mcf_time"]``
+    the certified link-MCF optimum of the same fabric (§3.1.1), the best any
+    method can do, so both ratios are <= 1 by construction.
     """
     if method not in SCHEDULE_METHODS:
         raise A2AError(f"unknown schedule method {method!r}; choose one of {', '.join(SCHEDULE_METHODS)}")
-    options = dict(solve_options or {})
-    if progress is not None:
-        options.setdefault("progress", progress)
-    if method == "tsmcf":
-        from ..solve.tsmcf import tsmcf
-
-        solution = tsmcf(topology, fabric, steps=steps, **options)
-        return chunk_link_schedule(topology, solution, max_chunks=max_chunks, progress=progress)
-    if steps is not None:
+    if steps is not None and method != "tsmcf":
         raise A2AError(f"--steps applies to tsmcf only, not {method}")
     from ..solve import solve
 
-    solution = solve(topology, fabric, method=method, **options)
-    return chunk_path_schedule(topology, solution, max_chunks=max_chunks, progress=progress)
+    options = dict(solve_options or {})
+    if method == "tsmcf" and steps is not None:
+        options["steps"] = steps
+    solution = solve(topology, fabric, method, progress=progress, **options)
+    chunk = chunk_link_schedule if SCHEDULE_METHODS[method] == "link" else chunk_path_schedule
+    schedule = chunk(topology, solution, max_chunks=max_chunks, min_fidelity=min_fidelity,
+                     program_time=program_time, progress=progress)
+    mcf_time = solution.lp_time if method == "mcf-extp" else solve(topology, fabric, "mcf-decomp").lp_time
+    return replace(schedule, info={**schedule.info, "mcf_time": mcf_time})
 
 
 def save_schedule(schedule: Schedule, path) -> Path:

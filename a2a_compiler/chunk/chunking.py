@@ -25,7 +25,7 @@ import numpy as np
 from ..errors import A2AError
 from ..solve.result import FlowSolution
 from ..topology.model import Topology
-from .cost import CostModel
+from .cost import CostModel, ratio
 from .ir import LinkSchedule, PathSchedule, Route, Transfer
 
 #: ``C`` values tried (those <= max_chunks, plus max_chunks itself).
@@ -265,7 +265,7 @@ def _link_schedule(topology, solution, C, cands, counts) -> LinkSchedule:
     return LinkSchedule(
         n_ranks=topology.n_hosts, chunks_per_shard=C, steps=tuple(steps),
         links=_links(topology), spec=topology.spec, fabric=solution.fabric, method=solution.method,
-        lp_time=solution.a2a_time, info={"lp_steps": L},
+        lp_time=solution.lp_time, info={"lp_steps": L},
     )
 
 
@@ -274,20 +274,24 @@ def _links(topology: Topology) -> tuple[tuple[int, int, float], ...]:
 
 
 def chunk_link_schedule(topology: Topology, solution: FlowSolution, *, max_chunks: int = 16,
-                        chunks: int | None = None, progress=None) -> LinkSchedule:
+                        chunks: int | None = None, min_fidelity: float | None = None, program_time=None,
+                        progress=None) -> LinkSchedule:
     """Chunk a tsMCF solution into a :class:`LinkSchedule` (``C`` as in :func:`choose_chunks`)."""
     if solution.link_flows is None:
         raise A2AError(f"{solution.method} solution has no link flows to chunk")
     cands = time_paths(topology, solution)
     _check_covered(topology.n_hosts, cands, solution.method)
     res, paths = _link_paths(topology, solution, cands)
-    C, counts = choose_chunks(res, paths, cands, solution.a2a_time, max_chunks, chunks, progress)
-    return _link_schedule(topology, solution, C, cands, counts)
+    return choose_chunks(res, paths, cands, solution.lp_time,
+                         lambda C, counts: _link_schedule(topology, solution, C, cands, counts),
+                         max_chunks=max_chunks, chunks=chunks, min_fidelity=min_fidelity,
+                         program_time=program_time, progress=progress)
 
 
 # --------------------------------------------------------- path schedules
 def chunk_path_schedule(topology: Topology, solution: FlowSolution, *, max_chunks: int = 16,
-                        chunks: int | None = None, progress=None) -> PathSchedule:
+                        chunks: int | None = None, min_fidelity: float | None = None, program_time=None,
+                        progress=None) -> PathSchedule:
     """Chunk weighted paths (pMCF / MCF-extP) into a :class:`PathSchedule`.
 
     Chunks go to paths in proportion to their weights: exactly when every
@@ -302,20 +306,24 @@ def chunk_path_schedule(topology: Topology, solution: FlowSolution, *, max_chunk
     _check_covered(topology.n_hosts, cands, solution.method)
     res, paths = _candidate_resources(CostModel.from_topology(topology, solution.fabric), 1, cands,
                                       lambda nodes: [(0, u, v) for u, v in zip(nodes, nodes[1:])])
-    C, counts = choose_chunks(res, paths, cands, solution.a2a_time, max_chunks, chunks, progress)
-    routes = []
-    for ((s, d), plist), n in zip(cands.items(), counts):
-        i = rid = 0
-        for (_, nodes), k in zip(plist, n.tolist()):
-            if k:
-                routes.append(Route(s, d, nodes, rid, tuple(range(i, i + k))))
-                i += k
-                rid += 1
-    return PathSchedule(
-        n_ranks=topology.n_hosts, chunks_per_shard=C, routes=tuple(routes), links=_links(topology),
-        n_nodes=topology.n_nodes, spec=topology.spec, fabric=solution.fabric, method=solution.method,
-        lp_time=solution.a2a_time,
-    )
+
+    def build(C, counts):
+        routes = []
+        for ((s, d), plist), n in zip(cands.items(), counts):
+            i = rid = 0
+            for (_, nodes), k in zip(plist, n.tolist()):
+                if k:
+                    routes.append(Route(s, d, nodes, rid, tuple(range(i, i + k))))
+                    i += k
+                    rid += 1
+        return PathSchedule(
+            n_ranks=topology.n_hosts, chunks_per_shard=C, routes=tuple(routes), links=_links(topology),
+            n_nodes=topology.n_nodes, spec=topology.spec, fabric=solution.fabric, method=solution.method,
+            lp_time=solution.lp_time,
+        )
+
+    return choose_chunks(res, paths, cands, solution.lp_time, build, max_chunks=max_chunks, chunks=chunks,
+                         min_fidelity=min_fidelity, program_time=program_time, progress=progress)
 
 
 def _check_covered(n: int, cands: dict, method: str) -> None:
@@ -332,23 +340,37 @@ def chunk_candidates(max_chunks: int) -> list[int]:
     return sorted({c for c in CHUNK_CANDIDATES if c <= max_chunks} | {max_chunks})
 
 
-def choose_chunks(res: _Resources, paths: list[list[np.ndarray]], cands: dict, lp_time: float, max_chunks: int,
-                  chunks: int | None = None, progress=None) -> tuple[int, list[np.ndarray]]:
-    """Round and :func:`rebalance` for each ``C`` in :func:`chunk_candidates`; keep the
-    smallest ``C`` reaching :data:`FIDELITY_TARGET`, else the one with the best
-    fidelity (``chunks`` fixes ``C`` instead).  Returns ``C`` and the chunk
-    counts per candidate path of every shard.
+def choose_chunks(res: _Resources, paths: list[list[np.ndarray]], cands: dict, lp_time: float, build, *,
+                  max_chunks: int = 16, chunks: int | None = None, min_fidelity: float | None = None,
+                  program_time=None, progress=None):
+    """Round and :func:`rebalance` for each ``C`` in :func:`chunk_candidates` and keep the
+    smallest ``C`` whose fidelity ``lp_time / time`` reaches ``min_fidelity``, else the
+    best (``chunks`` fixes ``C`` instead); returns ``build(C, counts)``, the schedule.
+
+    ``time`` is the schedule's stepped time (:func:`a2a_compiler.chunk.cost.stepped_time`,
+    which the local search minimises) or, given ``program_time(schedule)``, the time of
+    the program that will be emitted from it (MSCCL: its dataflow time), so ``C`` is
+    chosen on what is written.  Without ``min_fidelity`` the target is
+    :data:`FIDELITY_TARGET` and falling short is fine; with it, falling short raises
+    :class:`A2AError` naming the best ``C`` found.
     """
+    if min_fidelity is not None and not 0 < min_fidelity <= 1:
+        raise A2AError(f"--min-fidelity must be in (0, 1], got {min_fidelity}")
+    target = FIDELITY_TARGET if min_fidelity is None else min_fidelity
     weights = [np.array([w for w, _ in plist]) for plist in cands.values()]
     best = None
     for C in [chunks] if chunks is not None else chunk_candidates(max_chunks):
         asg = _Assignment(res, C, paths, [largest_remainder(w, C) for w in weights])
         rebalance(asg)
-        fid = lp_time / asg.time()
+        schedule = build(C, asg.counts)
+        fid = ratio(lp_time, asg.time() if program_time is None else program_time(schedule))
         if progress:
             progress(f"chunking: C = {C} -> fidelity {fid:.4f}")
         if best is None or fid > best[0] + 1e-12:
-            best = (fid, C, asg.counts)
-        if fid >= FIDELITY_TARGET:
+            best = (fid, C, schedule)
+        if fid >= target:
             break
-    return best[1], best[2]
+    if min_fidelity is not None and best[0] < min_fidelity:
+        raise A2AError(f"no chunk count up to {max(chunks or 0, max_chunks)} reaches fidelity {min_fidelity:g}: "
+                       f"the best is {best[0]:.4f} at C = {best[1]}; raise --max-chunks or lower --min-fidelity")
+    return best[2]

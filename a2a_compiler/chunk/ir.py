@@ -32,7 +32,7 @@ import numpy as np
 
 from ..errors import A2AError, FormatError
 from ..fabric import Fabric
-from .cost import CostModel, stepped_time
+from .cost import CostModel, ratio, stepped_time
 
 Chunk = tuple[int, int, int]  # (origin, destination, index)
 
@@ -232,9 +232,8 @@ def predicted_time(schedule: Schedule) -> float:
 
 
 def fidelity(schedule: Schedule) -> float:
-    """``lp_time / predicted_time`` (<= 1 when ``lp_time`` is a certified bound; 1 means chunking lost nothing)."""
-    t = predicted_time(schedule)
-    return 0.0 if t <= 0 else schedule.lp_time / t
+    """``lp_time / predicted_time`` (<= 1: ``lp_time`` is a certified bound; 1 means chunking lost nothing)."""
+    return ratio(schedule.lp_time, predicted_time(schedule))
 
 
 # ------------------------------------------------------------------------ JSON

@@ -33,6 +33,17 @@ def int_at_least(minimum: int):
 
 
 positive_int = int_at_least(1)
+
+
+def fraction(text: str) -> float:
+    """An argparse ``type`` for a number in (0, 1], e.g. a fidelity target."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1], got {text!r}")
+    return value
 nonnegative_int = int_at_least(0)
 
 
@@ -40,9 +51,9 @@ def add_topology_args(p: argparse.ArgumentParser, positional: bool = True) -> No
     if positional:
         p.add_argument("spec", metavar="SPEC", help=SPEC_HELP)
     g = p.add_argument_group("puncturing (failures)")
-    g.add_argument("--remove-links", type=int, default=0, metavar="K", help="remove K random cables (seeded)")
-    g.add_argument("--remove-nodes", type=int, default=0, metavar="K", help="remove K random hosts (seeded)")
-    g.add_argument("--seed", type=int, default=0, metavar="S", help="seed for puncturing (default 0)")
+    g.add_argument("--remove-links", type=nonnegative_int, metavar="K", help="remove K random cables (seeded)")
+    g.add_argument("--remove-nodes", type=nonnegative_int, metavar="K", help="remove K random hosts (seeded)")
+    g.add_argument("--seed", type=int, metavar="S", help="seed for puncturing (default 0)")
 
 
 def add_fabric_args(p: argparse.ArgumentParser) -> None:
@@ -50,7 +61,7 @@ def add_fabric_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--link-bw", metavar="BW", help="link bandwidth b per direction, e.g. 25Gbps or 3.125GB/s")
     g.add_argument("--host-bw", metavar="BW",
                    help="host injection/ejection (host-NIC) bandwidth per direction; default unlimited; needs --link-bw")
-    g.add_argument("--forwarding", choices=FORWARDING_MODES, default="host",
+    g.add_argument("--forwarding", choices=FORWARDING_MODES,
                    help="who relays traffic: 'host' (GPU/CPU store-and-forward, time-stepped; default) "
                         "or 'nic' (NIC cut-through routing)")
 
@@ -60,7 +71,8 @@ def topology_from_args(args) -> Topology:
     if args.remove_links or args.remove_nodes:
         from ..topology.puncture import puncture
 
-        topo = puncture(topo, remove_links=args.remove_links, remove_nodes=args.remove_nodes, seed=args.seed)
+        topo = puncture(topo, remove_links=args.remove_links or 0, remove_nodes=args.remove_nodes or 0,
+                        seed=args.seed or 0)
     return topo
 
 
@@ -68,7 +80,7 @@ def fabric_from_args(args) -> Fabric:
     return Fabric(
         link_bw=None if args.link_bw is None else parse_bandwidth(args.link_bw, "--link-bw"),
         host_bw=None if args.host_bw is None else parse_bandwidth(args.host_bw, "--host-bw"),
-        forwarding=args.forwarding,
+        forwarding=args.forwarding or "host",
     )
 
 

@@ -4,16 +4,11 @@ from __future__ import annotations
 
 import argparse
 
+from ..compiler import EMITS
 from ..errors import A2AError
-from .common import SPEC_HELP, add_fabric_args, add_topology_args, fabric_from_args, nonnegative_int, positive_int, \
-    print_json, progress, topology_from_args
-
-EMITS = {
-    "msccl": ("link", "MSCCL executor XML (GPUs; docs/msccl.md)"),
-    "oneccl": ("link", "oneCCL-style XML (CPUs; run with 'a2a run')"),
-    "mpi": ("path", "MPI path schedule XML (routed; run with 'a2a run')"),
-}
-DEFAULT_METHOD = {"link": "tsmcf", "path": "mcf-extp"}
+from ..solve.paths import DEFAULT_MAX_PATHS
+from .common import SPEC_HELP, add_fabric_args, add_topology_args, fraction, nonnegative_int, positive_int, \
+    print_json, progress
 
 EPILOG = """\
 formats and the methods that feed them (docs/formats.md):
@@ -22,13 +17,23 @@ formats and the methods that feed them (docs/formats.md):
   --emit mpi     path schedule from mcf-extp (default) or pmcf: routes per shard
 
 The output is verified (the checks of 'a2a verify') before it is written; an
-invalid program is never written.  Same inputs -> byte-identical file.
-times are in link-times for unit shards; fidelity = LP time / predicted time (<= 1).
+invalid program is never written.  Same inputs -> byte-identical file, the
+bytes a2a_compiler.compile(SPEC, emit=..., ...) returns from Python.
+
+times are in link-times for unit shards (a shard of m bytes over links of b bytes/s:
+multiply by m/b).  The predicted time is the program's, as 'a2a verify' prices it
+(msccl: dataflow; oneccl: its steps; mpi: all routes at once).
+  fidelity   = LP time / predicted time, LP time the method's own LP optimum (certified)
+  MCF ratio  = MCF time / predicted time, MCF time the link MCF optimum (certified): the best
+               any schedule can do on this fabric.  Both are <= 1.
+--forwarding nic is refused for msccl/oneccl: their programs relay through the ranks'
+scratch buffers (host store-and-forward); NIC-routed paths are --emit mpi.
 
 examples:
   a2a compile hypercube:3 --emit msccl -o hc3.xml
   a2a compile torus:3x3x3 --link-bw 25Gbps --host-bw 100Gbps --emit oneccl -o t3.xml
-  a2a compile torus:3x3x3 --emit mpi --method pmcf -o t3-paths.xml
+  a2a compile torus:3x3x3 --link-bw 25Gbps --host-bw 100Gbps --emit msccl --min-fidelity 0.99 -o t3.xml
+  a2a compile fattree:4,2 --emit mpi --method pmcf --paths shortest -o ft-paths.xml
   a2a schedule hypercube:3 -o s.json && a2a compile --from-ir s.json --emit msccl -o hc3.xml
 """
 
@@ -51,129 +56,70 @@ def register(sub) -> None:
                    help="solver: tsmcf for --emit msccl/oneccl (default), mcf-extp (default) or pmcf for --emit mpi")
     add_topology_args(p, positional=False)
     add_fabric_args(p)
-    g = p.add_argument_group("chunking")
-    g.add_argument("--max-chunks", type=positive_int, default=16, metavar="C",
-                   help="most chunks per shard; the smallest C reaching fidelity 0.95 is used (default 16)")
+    g = p.add_argument_group("solving and chunking")
+    g.add_argument("--paths", metavar="SET",
+                   help="pmcf candidate paths: disjoint (default), shortest, ksp:K (as in 'a2a solve')")
+    g.add_argument("--max-paths", type=positive_int, metavar="M",
+                   help=f"pmcf: refuse --paths shortest beyond M shortest paths per pair (default {DEFAULT_MAX_PATHS})")
+    g.add_argument("--max-chunks", type=positive_int, metavar="C",
+                   help="most chunks per shard (default 16); the smallest C in {1,2,3,4,6,8,12,16,...} reaching "
+                        "the fidelity target is used")
+    g.add_argument("--min-fidelity", type=fraction, metavar="F",
+                   help="fidelity target in (0, 1]: the smallest C whose program reaches it (for msccl the "
+                        "lowered program's dataflow time counts); none reaching it is an error (default: the "
+                        "smallest C reaching 0.95, else the best)")
     g.add_argument("--steps", type=positive_int, metavar="L",
                    help="tsmcf only: number of time steps (default: chosen automatically)")
     m = p.add_argument_group("MSCCL options (--emit msccl)")
     m.add_argument("--channels", type=positive_int, metavar="K",
                    help="channels each link's chunks are spread over (default: the fewest, up to 8, that keep "
                         "every thread block within the executor's 64 steps)")
-    m.add_argument("--instances", type=positive_int, default=1, metavar="I",
+    m.add_argument("--instances", type=positive_int, metavar="I",
                    help="run I copies of the schedule, each on 1/I of every chunk and its own channels "
                         "(nchannels = K*I; default 1)")
-    m.add_argument("--proto", choices=("Simple", "LL", "LL128"), default="Simple",
+    m.add_argument("--proto", choices=("Simple", "LL", "LL128"),
                    help="NCCL protocol the executor uses (default Simple)")
-    m.add_argument("--min-bytes", type=nonnegative_int, default=0, metavar="B",
+    m.add_argument("--min-bytes", type=nonnegative_int, metavar="B",
                    help="smallest message (bytes) the algorithm is selected for (default 0)")
-    m.add_argument("--max-bytes", type=nonnegative_int, default=0, metavar="B",
+    m.add_argument("--max-bytes", type=nonnegative_int, metavar="B",
                    help="largest message (bytes) it is selected for; 0 = no limit (default)")
     p.add_argument("--name", help="algorithm name written into the file (default SPEC-METHOD)")
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write the XML")
     p.add_argument("--json", action="store_true",
-                   help="print one JSON object (format, method, ranks, chunks_per_shard, lp_time, "
-                        "predicted_time, fidelity, output) instead of the summary")
+                   help="print one JSON object (format, method, ranks, chunks_per_shard, lp_time, mcf_time, "
+                        "predicted_time, fidelity, mcf_ratio, output, ...) instead of the summary")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=run)
 
 
-def _schedule(args):
-    """The schedule IR, from --from-ir or by solving SPEC; checks the method fits the format."""
-    from ..chunk import build_schedule, load_schedule
-    from ..chunk.ir import LinkSchedule
-
-    kind = EMITS[args.emit][0]
-    if args.from_ir:
-        if args.spec:
-            raise A2AError("give either SPEC or --from-ir, not both")
-        solving = [o for o, v in (("--method", args.method), ("--link-bw", args.link_bw), ("--host-bw", args.host_bw),
-                                  ("--forwarding", args.forwarding != "host"), ("--remove-links", args.remove_links),
-                                  ("--remove-nodes", args.remove_nodes), ("--steps", args.steps),
-                                  ("--max-chunks", args.max_chunks != 16)) if v]
-        if solving:
-            raise A2AError(f"{', '.join(solving)}: the schedule in {args.from_ir} is already solved and chunked; "
-                           f"these options apply when compiling from SPEC")
-        schedule = load_schedule(args.from_ir)
-        got = "link" if isinstance(schedule, LinkSchedule) else "path"
-        if got != kind:
-            raise A2AError(f"--emit {args.emit} needs a {kind} schedule, but {args.from_ir} holds a {got} schedule "
-                           f"(method {schedule.method}); use --emit {'mpi' if got == 'path' else 'msccl or oneccl'}")
-        return schedule
-    if not args.spec:
-        raise A2AError("give a topology SPEC (or --from-ir FILE.json)")
-    method = args.method or DEFAULT_METHOD[kind]
-    if (method == "tsmcf") != (kind == "link"):
-        raise A2AError(f"--emit {args.emit} needs a {kind} schedule: use --method "
-                       f"{'tsmcf' if kind == 'link' else 'mcf-extp or pmcf'} "
-                       f"({method} gives {'routes: emit them with --emit mpi' if kind == 'link' else 'a time-stepped link schedule: emit it with --emit msccl or oneccl'})")
-    return build_schedule(topology_from_args(args), fabric_from_args(args), method,
-                          max_chunks=args.max_chunks, steps=args.steps,
-                          progress=None if args.quiet else progress)
-
-
-def _lower(args, schedule):
-    from ..lower import LOWERINGS
-
-    options = {"name": args.name}
-    if args.emit == "msccl":
-        options.update(channels=args.channels, instances=args.instances, proto=args.proto,
-                       min_bytes=args.min_bytes, max_bytes=args.max_bytes)
-    return LOWERINGS[args.emit](schedule, **options)
-
-
-def schedule_topology(schedule):
-    """The topology a schedule was built on, rebuilt from its ``links`` (for verification)."""
-    from ..chunk.ir import PathSchedule
-    from ..topology.model import Topology
-
-    n_nodes = schedule.n_nodes if isinstance(schedule, PathSchedule) else schedule.n_ranks
-    return Topology.from_links(schedule.spec, schedule.n_ranks, [(u, v) for u, v, _ in schedule.links],
-                               n_switches=n_nodes - schedule.n_ranks, capacity=[c for _, _, c in schedule.links],
-                               undirected=False)
+#: ``a2a compile`` options that are keywords of :func:`a2a_compiler.compiler.compile`.
+OPTIONS = ("method", "link_bw", "host_bw", "forwarding", "remove_links", "remove_nodes", "seed", "max_chunks",
+           "min_fidelity", "steps", "paths", "max_paths", "channels", "instances", "proto", "min_bytes",
+           "max_bytes", "name")
 
 
 def run(args) -> int:
-    from ..chunk import predicted_time
-    from ..files import atomic_write
-    from ..formats import program_to_xml
-    from ..verify import verify_bytes
+    from ..chunk import load_schedule
+    from ..compiler import compile
 
-    msccl_only = [o for o, v in (("--channels", args.channels), ("--instances", args.instances != 1),
-                                 ("--proto", args.proto != "Simple"), ("--min-bytes", args.min_bytes),
-                                 ("--max-bytes", args.max_bytes)) if v]
-    if msccl_only and args.emit != "msccl":
-        raise A2AError(f"{', '.join(msccl_only)} appl{'ies' if len(msccl_only) == 1 else 'y'} to --emit msccl only")
-    schedule = _schedule(args)
-    program = _lower(args, schedule)
-    data = program_to_xml(program)
-    report = verify_bytes(data, args.output, schedule_topology(schedule), schedule.fabric, lp=False)
-    if not report.valid:  # a compiler bug, never a user error: keep the evidence, write nothing
-        raise RuntimeError("lowered program failed verification:\n" + "\n".join(report.messages()[:20]))
-    atomic_write(args.output, data)
-    t = predicted_time(schedule)
-    out = {
-        "format": args.emit,
-        "spec": schedule.spec,
-        "method": schedule.method,
-        "fabric": schedule.fabric.to_json_dict(),
-        "ranks": schedule.n_ranks,
-        "chunks_per_shard": schedule.chunks_per_shard,
-        "lp_time": schedule.lp_time,
-        "predicted_time": t,
-        "fidelity": schedule.lp_time / t if t > 0 else 0.0,
-        "program": report.summary,
-        "program_predicted_time": report.perf.predicted_time,
-        "verified": True,
-        "output": str(args.output),
-    }
+    if bool(args.spec) == bool(args.from_ir):
+        raise A2AError("give either SPEC or --from-ir FILE.json" + (", not both" if args.spec else ""))
+    source = load_schedule(args.from_ir) if args.from_ir else args.spec
+    result = compile(source, args.emit, progress=None if args.quiet else progress,
+                     **{k: getattr(args, k) for k in OPTIONS if getattr(args, k) is not None})
+    result.write(args.output)
+    out = {**result.summary(), "output": str(args.output)}
     if args.json:
         print_json(out)
-    else:
-        print(f"compiled   {out['spec']} {out['method']} -> {args.emit} ({report.summary})")
-        print(f"LP time    {out['lp_time']:.6g} link-times (unit shards)")
-        print(f"predicted  {t:.6g} link-times for the chunked schedule, fidelity {out['fidelity']:.4f}")
-        print("verified   executor rules, data movement, deadlock freedom, links"
-              if args.emit == "msccl" else "verified   data movement, links")
-        print(f"saved      {args.output}")
+        return 0
+    print(f"compiled   {out['spec']} {out['method']} -> {args.emit} ({out['program']})")
+    print(f"predicted  {out['predicted_time']:.6g} link-times (unit shards) for the program"
+          + (" as a dataflow" if args.emit == "msccl" else ""))
+    print(f"LP         {out['lp_time']:.6g} link-times, {out['method']}'s own LP (certified): "
+          f"fidelity {out['fidelity']:.4f}")
+    print(f"MCF        {out['mcf_time']:.6g} link-times, the link MCF optimum (certified): "
+          f"ratio {out['mcf_ratio']:.4f}")
+    print("verified   " + ("executor rules, data movement, deadlock freedom, links" if args.emit == "msccl"
+                           else "data movement, links"))
+    print(f"saved      {args.output}")
     return 0

@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 
 from ..chunk import SCHEDULE_METHODS, build_schedule, predicted_time, save_schedule
+from ..chunk.cost import ratio
 from ..chunk.ir import LinkSchedule, Schedule
-from .common import add_fabric_args, add_topology_args, fabric_from_args, positive_int, print_json, progress, \
-    topology_from_args
+from ..errors import A2AError
+from ..solve.paths import DEFAULT_MAX_PATHS
+from .common import add_fabric_args, add_topology_args, fabric_from_args, fraction, positive_int, print_json, \
+    progress, topology_from_args
 
 EPILOG = """\
 methods:
@@ -17,7 +20,10 @@ methods:
   pmcf      path MCF over candidate paths (§3.1.4): a path schedule
 
 times are in link-times for unit shards (a shard of m bytes over links of b bytes/s: multiply by m/b).
-fidelity = lp_time / predicted_time (<= 1): how much of the LP's optimum survives chunking.
+fidelity = lp_time / predicted_time (<= 1): how much of the method's own LP optimum survives chunking;
+mcf_ratio = mcf_time / predicted_time (<= 1): the same against the link MCF optimum, the best any schedule
+can do (pmcf over disjoint paths can be far from it on switched trees: try --paths shortest).
+Both LP times are certified lower bounds (weak duality), so neither ratio can exceed 1.
 """
 
 
@@ -37,7 +43,9 @@ def summary(schedule: Schedule, path) -> dict:
         "routes": None if link else len(schedule.routes),
         "predicted_time": t,
         "lp_time": schedule.lp_time,
-        "fidelity": schedule.lp_time / t,
+        "fidelity": ratio(schedule.lp_time, t),
+        "mcf_time": schedule.info.get("mcf_time"),
+        "mcf_ratio": ratio(schedule.info["mcf_time"], t) if "mcf_time" in schedule.info else None,
         "output": str(path),
     }
 
@@ -47,9 +55,10 @@ def _human(s: dict) -> str:
              else f"{s['routes']} routes")
     return "\n".join([
         f"schedule   {s['spec']} {s['method']} ({s['kind']} schedule, {s['ranks']} ranks)",
-        f"shape      {shape}, {s['chunks_per_shard']} chunks per shard",
-        f"time       predicted {s['predicted_time']:.6g}, LP {s['lp_time']:.6g} link-times (unit shards)",
-        f"fidelity   {s['fidelity']:.4f}",
+        f"shape      {shape}, {s['chunks_per_shard']} chunk{'' if s['chunks_per_shard'] == 1 else 's'} per shard",
+        f"time       predicted {s['predicted_time']:.6g}, LP {s['lp_time']:.6g}, link MCF {s['mcf_time']:.6g} "
+        f"link-times (unit shards)",
+        f"fidelity   {s['fidelity']:.4f} of {s['method']}'s own LP, {s['mcf_ratio']:.4f} of the link MCF optimum",
         f"saved      {s['output']}",
     ])
 
@@ -57,9 +66,12 @@ def _human(s: dict) -> str:
 def run(args) -> int:
     topology = topology_from_args(args)
     fabric = fabric_from_args(args)
+    if args.method != "pmcf" and (args.paths or args.max_paths):
+        raise A2AError(f"--paths and --max-paths choose pmcf's candidate paths, not {args.method}'s")
+    options = {k: v for k, v in (("paths", args.paths), ("max_paths", args.max_paths)) if v}
     schedule = build_schedule(
-        topology, fabric, args.method, max_chunks=args.max_chunks, steps=args.steps,
-        progress=None if args.quiet else progress,
+        topology, fabric, args.method, max_chunks=args.max_chunks, min_fidelity=args.min_fidelity, steps=args.steps,
+        solve_options=options, progress=None if args.quiet else progress,
     )
     save_schedule(schedule, args.output)
     s = summary(schedule, args.output)
@@ -82,9 +94,16 @@ def register(subparsers) -> None:
     add_topology_args(p)
     p.add_argument("--method", choices=sorted(SCHEDULE_METHODS), default="tsmcf",
                    help="solver whose flows are chunked (default tsmcf)")
+    p.add_argument("--paths", metavar="SET",
+                   help="pmcf candidate paths: disjoint (default), shortest, ksp:K (as in 'a2a solve')")
+    p.add_argument("--max-paths", type=positive_int, metavar="M",
+                   help=f"pmcf: refuse --paths shortest beyond M shortest paths per pair (default {DEFAULT_MAX_PATHS})")
     p.add_argument("--max-chunks", type=positive_int, default=16, metavar="C",
                    help="most chunks per shard; the smallest C in {1,2,3,4,6,8,12,16,...} <= this reaching "
-                        "fidelity 0.95 is used, else the best (default 16)")
+                        "the fidelity target is used (default 16)")
+    p.add_argument("--min-fidelity", type=fraction, metavar="F",
+                   help="fidelity target in (0, 1]; no C reaching it is an error (default: the smallest C "
+                        "reaching 0.95, else the best)")
     p.add_argument("--steps", type=positive_int, metavar="L",
                    help="tsmcf only: number of time steps l_max (>= diameter); default: chosen automatically "
                         "(diameter, diameter+1, ... while the LP optimum improves)")

@@ -84,7 +84,7 @@ def register(sub) -> None:
     o.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     o.add_argument("--save", metavar="FILE.npz",
                    help="write the solution (flows per unit demand, paths, certificate) to FILE.npz")
-    o.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
+    o.add_argument("-q", "--quiet", action="store_true", help="no progress messages on stderr")
     p.set_defaults(func=run)
 
 

@@ -26,8 +26,10 @@ checks:
                      routes cannot deadlock under wormhole / credit-based flow control; a cycle
                      is reported channel by channel
   topology           with --topology: every transfer (route hop) is a real link
-  performance        predicted time in link-times (one shard over one link) and, with
-                     --topology, the LP optimum 1/F and the ratio
+  performance        predicted time in link-times (one shard over one link), by the cost model
+                     'a2a compile' uses (MSCCL: dataflow; oneCCL: its steps; MPI paths: all routes
+                     at once); fidelity against the LP time the file records (oneCCL, MPI paths)
+                     and, with --topology, the link MCF optimum 1/F (certified) and the MCF ratio
 
 exit status: 0 all checks pass, 1 the schedule is invalid, 2 the file is unreadable.
 """
@@ -47,7 +49,7 @@ def register(sub) -> None:
                         "acyclic (the layers or vcs written by 'a2a routes --deadlock')")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object: valid, format, ranks, checks, errors, warnings, "
-                        "predicted_time, lp_time, ratio_to_lp")
+                        "predicted_time, lp_time (link MCF), mcf_ratio, file_lp_time, fidelity")
     p.set_defaults(func=run)
 
 
@@ -72,14 +74,16 @@ def run(args) -> int:
         print(f"  warning: {w}")
     perf = report.perf
     if perf is not None:
-        line = f"  predicted time     {perf.predicted_time:.4g} link-times"
+        line = f"  predicted time     {perf.predicted_time:.6g} link-times"
         if report.format == "msccl":
             line += " as a dataflow"
         elif report.format == "oneccl":
             line += f" over {len(perf.step_loads)} steps"
         line += f"; busiest link {perf.busiest[0]}->{perf.busiest[1]} carries {perf.busiest_load:.4g} shards"
         print(line)
+        if report.fidelity is not None:
+            print(f"  file's LP time     {report.file_lp_time:.6g} link-times; fidelity {report.fidelity:.4f}")
         if report.lp_time:
-            print(f"  LP optimum         {report.lp_time:.4g} link-times (1/F); ratio {perf.predicted_time / report.lp_time:.4f}")
+            print(f"  link MCF optimum   {report.lp_time:.6g} link-times (certified); MCF ratio {report.mcf_ratio:.4f}")
     print("VALID" if report.valid else "INVALID")
     return 0 if report.valid else 1

@@ -67,6 +67,16 @@ class Placement:
     scratch: tuple[int, ...]  # scratch slots used per rank
 
 
+def check_store_and_forward(fabric) -> None:
+    """Refuse NIC forwarding with a host bandwidth: the link lowerings relay every chunk through
+    the ranks' scratch buffers (host store-and-forward, Basu et al. §3.2.2), so a schedule priced
+    as NIC cut-through would claim a time its program cannot reach."""
+    if fabric.forwarding == "nic" and fabric.host_bw is not None:
+        raise A2AError("--forwarding nic cannot be lowered to MSCCL or oneCCL: their programs relay chunks "
+                       "through the ranks' scratch buffers (host store-and-forward), where relayed traffic "
+                       "crosses the host bandwidth too; use --forwarding host, or --emit mpi for NIC-routed paths")
+
+
 def _split(n: int, max_cnt: int | None):
     """Offsets/lengths cutting ``n`` consecutive chunks into pieces of at most ``max_cnt``."""
     size = max_cnt or n
@@ -82,6 +92,7 @@ def place(schedule: LinkSchedule, *, lanes: int = 1, instances: int = 1, max_cnt
     """
     if lanes < 1 or instances < 1:
         raise A2AError("channels and instances must be at least 1")
+    check_store_and_forward(schedule.fabric)
     validate(schedule)
     n, c = schedule.n_ranks, schedule.chunks_per_shard
     ci = c * instances

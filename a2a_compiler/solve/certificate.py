@@ -120,6 +120,47 @@ def solve_graph(topology: Topology, fabric):
     return fabric, aug, s[s != d], d[s != d]
 
 
+def time_expanded_bound(topology: Topology, fabric, link_len: np.ndarray, in_len: np.ndarray | None,
+                        out_len: np.ndarray | None) -> float:
+    """Certified lower bound on the tsMCF optimum ``Σ_t U_t`` (eqs. 15–20, §3.2.2) by weak duality.
+
+    Any nonnegative lengths per step on links (``(L, E)``) and, with a host
+    bandwidth, on host ingress / egress (``(L, N)``) are rescaled so that each
+    step's capacity-weighted sum is 1.  A unit of commodity ``(s, d)`` then pays
+    at least the shortest time-expanded path from ``s`` at layer 0 to ``d``
+    (holding is free; host terms as the forwarding mode charges them), and the
+    sum over commodities is at most ``Σ_t U_t``.
+    """
+    L, E = link_len.shape
+    n, nh = topology.n_nodes, topology.n_hosts
+    src, dst, cap = topology.src, topology.dst, topology.capacity
+    limited = in_len is not None and fabric.host_bw is not None
+    weight = link_len @ cap + (fabric.host_capacity * (in_len + out_len).sum(axis=1) if limited else 0.0)
+    scale = np.divide(1.0, weight, out=np.zeros(L), where=weight > 0)
+    nic = fabric.forwarding == "nic"
+    s = np.arange(nh)[:, None]
+    reach = np.full((nh, n), np.inf)
+    reach[np.arange(nh), np.arange(nh)] = 0.0
+    dist = np.full((nh, n), np.inf)
+    for t in range(L):
+        hop = np.broadcast_to(link_len[t] * scale[t], (nh, E)).copy()
+        if limited:
+            out_t, in_t = out_len[t] * scale[t], in_len[t] * scale[t]
+            hop += np.where(src < nh, out_t[np.minimum(src, nh - 1)], 0.0) * ((src == s) if nic else 1.0)
+            if not nic:
+                hop += np.where(dst < nh, in_t[np.minimum(dst, nh - 1)], 0.0)
+        via = reach[:, src] + hop
+        arrive = np.full((nh, n), np.inf)
+        np.minimum.at(arrive, (np.broadcast_to(s, (nh, E)), np.broadcast_to(dst, (nh, E))), via)
+        sunk = arrive.copy()
+        if limited and nic:
+            sunk[:, :nh] += in_t
+        dist = np.minimum(dist, sunk)
+        reach = np.minimum(reach, arrive)
+    dist = dist[:, :nh]
+    return float(dist[~np.eye(nh, dtype=bool)].sum())
+
+
 def check_connected(topology: Topology) -> None:
     """Raise unless every ordered host pair is joined by positive-capacity links."""
     if topology.n_hosts < 2:
@@ -165,6 +206,22 @@ def conservation_error(flows: sp.csr_array, topology: Topology) -> float:
                          (np.concatenate([off, off]), np.concatenate([s[off], d[off]]))), shape=net.shape)
     diff = net - want
     return float(np.abs(diff.data).max(initial=0.0))
+
+
+def path_dual_upper_bound(topology: Topology, routing: Routing, lengths: np.ndarray) -> float:
+    """Weak-duality bound on the path-restricted LP (pMCF, eqs. 21–24): for lengths ``l >= 0``,
+    ``F_paths <= sum_e c_e l_e / sum_k min_{p in P_k} l(p)`` over the candidate paths ``routing``.
+
+    Unlike :func:`dual_upper_bound` (which bounds the unrestricted MCF), this bounds
+    the optimum over the given candidates, whatever the solver's accuracy.
+    """
+    l = np.maximum(np.nan_to_num(np.asarray(lengths, dtype=float)), 0.0)
+    cost = np.bincount(routing.path_of_link(), weights=l[routing.links], minlength=routing.n_paths)
+    best = {}
+    for k, c in zip(routing.commodity.tolist(), cost.tolist()):
+        best[k] = min(best.get(k, math.inf), c)
+    total = sum(best.values())
+    return float(np.dot(topology.capacity, l)) / total if total > 0 else math.inf
 
 
 def dual_upper_bound(topology: Topology, lengths: np.ndarray) -> float:

@@ -17,7 +17,7 @@ import scipy.sparse as sp
 
 from ..fabric import Fabric
 from ..topology.model import Topology
-from .certificate import Routing, dual_upper_bound, solve_graph
+from .certificate import Routing, dual_upper_bound, path_dual_upper_bound, solve_graph
 from .lp import INF, solve_lp
 from .mcf import DEFAULT_SOLVER, finish, pick_solver
 from .paths import DEFAULT_MAX_PATHS, candidate_paths, route_links
@@ -59,10 +59,12 @@ def pmcf(topology: Topology, fabric: Fabric | None = None, *, paths: str = "disj
     c[0] = 1.0
     res = solve_lp(c, A, lower, upper, solver=pick_solver(solver, A.nnz), inexact_ok=True)
     t2 = time.perf_counter()
-    ub = dual_upper_bound(g, np.abs(res.row_dual[: g.n_links]))
+    lengths = np.abs(res.row_dual[: g.n_links])
+    ub = dual_upper_bound(g, lengths)
+    own = path_dual_upper_bound(g, candidates, lengths)
     weights = np.maximum(res.x[1:], 0.0)
     routing = candidates.select(np.flatnonzero(weights > 1e-9 * weights.max()), weights)
     timings = {"paths": t1 - t0, "lp": res.seconds, "bound": time.perf_counter() - t2}
     info = {"solver": res.solver, "lp_status": res.status, "path_set": paths, "candidate_paths": int(candidates.n_paths),
-            "lp_concurrent_flow": float(1 / res.x[0])}
+            "lp_concurrent_flow": float(1 / res.x[0]), "path_lp_upper_bound": own}
     return finish("pmcf", topology, fabric, aug, routing, ub, timings, info, paths=True)

@@ -76,6 +76,20 @@ class FlowSolution:
         return math.inf if self.concurrent_flow <= 0 else 1.0 / self.concurrent_flow
 
     @property
+    def lp_time(self) -> float:
+        """Certified lower bound on the all-to-all time of the method's own LP, in link-times.
+
+        ``1 /`` a certified upper bound on the LP's ``F``: ``upper_bound`` (the MCF
+        dual bound; tsMCF's time-expanded dual bound), or for pMCF the bound over
+        its candidate paths (``info["path_lp_upper_bound"]``) when tighter.  Any
+        schedule made from this solution (chunked flows are a feasible point of the
+        same LP) takes at least this long, so ``lp_time / predicted_time <= 1`` by
+        construction (:func:`a2a_compiler.chunk.cost.ratio`).
+        """
+        bound = max(self.concurrent_flow, min(self.upper_bound, self.info.get("path_lp_upper_bound", math.inf)))
+        return math.inf if bound <= 0 else 1.0 / bound
+
+    @property
     def solve_seconds(self) -> float:
         return float(sum(self.timings.values()))
 
@@ -108,12 +122,17 @@ class FlowSolution:
 
     # --------------------------------------------------------------- files
     def save(self, path) -> Path:
-        """Write a lossless ``.npz`` (zip of arrays + a JSON header) atomically."""
+        """Write a lossless ``.npz`` (zip of arrays + a JSON header) atomically.
+
+        The same solution gives byte-identical files: no timings inside (they
+        differ run to run; :meth:`load` returns empty ``timings``) and fixed zip
+        member timestamps.
+        """
         meta = {
             "format": FILE_FORMAT, "version": FILE_VERSION, "method": self.method, "spec": self.spec,
             "fabric": self.fabric.to_json_dict(), "n_hosts": self.n_hosts, "n_links": self.n_links,
             "concurrent_flow": self.concurrent_flow, "upper_bound": self.upper_bound,
-            "status": self.status, "timings": self.timings, "n_steps": self.n_steps, "info": self.info,
+            "status": self.status, "n_steps": self.n_steps, "info": self.info,
         }
         arrays = {"meta": np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)}
         if self.step_loads is not None:
@@ -129,7 +148,13 @@ class FlowSolution:
             arrays["path_len"] = np.array([len(p.nodes) for p in self.paths], dtype=np.int64)
             arrays["path_nodes"] = np.array([v for p in self.paths for v in p.nodes], dtype=np.int64)
         buf = io.BytesIO()
-        np.savez_compressed(buf, **arrays)
+        with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:  # np.savez_compressed stamps the clock
+            for name, arr in arrays.items():
+                member = io.BytesIO()
+                np.lib.format.write_array(member, np.ascontiguousarray(arr), allow_pickle=False)
+                info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+                info.compress_type = zipfile.ZIP_DEFLATED
+                z.writestr(info, member.getvalue())
         return atomic_write(path, buf.getvalue())
 
     @classmethod
@@ -160,7 +185,7 @@ class FlowSolution:
         return cls(
             method=meta["method"], spec=meta["spec"], fabric=Fabric.from_json_dict(meta["fabric"]),
             n_hosts=meta["n_hosts"], n_links=meta["n_links"], concurrent_flow=meta["concurrent_flow"],
-            upper_bound=meta["upper_bound"], status=meta["status"], timings=meta["timings"],
+            upper_bound=meta["upper_bound"], status=meta["status"], timings=meta.get("timings", {}),
             n_steps=meta["n_steps"], step_loads=arrays.get("step_loads"), link_flows=flows, paths=paths,
             info=meta.get("info", {}),
         )

@@ -43,6 +43,7 @@ from ..errors import A2AError
 from ..fabric import Fabric
 from ..topology.metrics import DistanceStats, distance_bound, distance_stats, require_connected
 from ..topology.model import Topology
+from .certificate import time_expanded_bound
 from .lp import solve_lp
 from .result import FlowSolution
 
@@ -74,6 +75,7 @@ class _TSLPSolution:
     hold: np.ndarray     # (G, L-1, N) hold arcs layer t -> t+1, t = 0..L-2
     sink: np.ndarray     # (J, L) sunk at layer t+1 (arrived in step t)
     seconds: float
+    lengths: tuple       # |duals| of the capacity rows: links (L, E), host ingress and egress (L, N) or None
 
 
 def time_lower_bound(topology: Topology, fabric: Fabric, stats: DistanceStats | None = None) -> float:
@@ -161,6 +163,7 @@ def _ts_lp(topology: Topology, fabric: Fabric, L: int, groups: _Groups, solver: 
     r0 += J
 
     # Link capacity per step (16): Σ_g f(g,t,e) - cap_e U_t <= 0.
+    cap_rows = r0
     add(r0 + ft * E + fe, f_col, 1.0)
     te_t, te_e = np.divmod(np.arange(L * E), E)
     add(r0 + te_t * E + te_e, o_u + te_t, -cap[te_e])
@@ -191,6 +194,8 @@ def _ts_lp(topology: Topology, fabric: Fabric, L: int, groups: _Groups, solver: 
     res = solve_lp(c, A, np.concatenate(lo), np.concatenate(hi), solver=solver)
     x = np.maximum(res.x, 0.0)
     x[x < FLOW_EPS] = 0.0
+    duals = np.abs(res.row_dual[cap_rows:])
+    hosts = duals[L * E:].reshape(2, L, N) if fabric.host_bw is not None else (None, None)
     return _TSLPSolution(
         objective=res.objective,
         U=x[o_u:].copy(),
@@ -198,6 +203,7 @@ def _ts_lp(topology: Topology, fabric: Fabric, L: int, groups: _Groups, solver: 
         hold=x[o_h:o_s].reshape(G, H, N),
         sink=x[o_s:o_u].reshape(J, L),
         seconds=res.seconds,
+        lengths=(duals[:L * E].reshape(L, E), *hosts),
     )
 
 
@@ -286,10 +292,10 @@ def tsmcf(
     -------
     FlowSolution with ``n_steps = l_max``, ``step_loads = U_t``, per-step
     per-commodity link flows (column ``t*n_links + e``), ``concurrent_flow =
-    1/Σ_t U_t``.  ``upper_bound`` equals ``concurrent_flow``: the LP is solved to
-    optimality (within HiGHS's tolerance, 1e-7 relative for the interior-point
-    solver), which certifies that no ``l_max``-step fractional schedule is
-    faster.  ``info["distance_bound_time"]`` (:func:`time_lower_bound`) bounds
+    1/Σ_t U_t``.  ``upper_bound`` is certified by weak duality on the LP's
+    dual lengths (:func:`~a2a_compiler.solve.certificate.time_expanded_bound`):
+    no ``l_max``-step fractional schedule is faster than ``1/upper_bound``.
+    ``info["distance_bound_time"]`` (:func:`time_lower_bound`) bounds
     ``Σ_t U_t`` from below for every ``l_max``; ``info["objective_by_steps"]``
     lists the ``[l_max, Σ_t U_t]`` pairs tried.
     """
@@ -327,6 +333,7 @@ def tsmcf(
     flows = sp.csr_array((v, (r, c)), shape=(N * N, L * E))
     total = float(best.U.sum())
     F = 1.0 / total
+    certified = max(bound, time_expanded_bound(topology, fabric, *best.lengths))
     return FlowSolution(
         method="tsmcf",
         spec=topology.spec,
@@ -334,7 +341,7 @@ def tsmcf(
         n_hosts=topology.n_hosts,
         n_links=E,
         concurrent_flow=F,
-        upper_bound=F,
+        upper_bound=max(F, 1.0 / certified),
         timings={"lp": lp_seconds, "split": time.perf_counter() - t1},
         n_steps=L,
         step_loads=best.U.copy(),

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from ..chunk.cost import ratio
 from ..deadlock import find_deadlock
 from ..fabric import Fabric
 from ..files import read_bytes
@@ -44,13 +45,27 @@ class Report:
     skipped: dict[str, str] = field(default_factory=dict)   # check -> why it did not run
     warnings: list[str] = field(default_factory=list)
     perf: performance.Performance | None = None
-    lp_time: float | None = None
+    lp_time: float | None = None          # link MCF optimum of --topology under the fabric (certified)
+    file_lp_time: float | None = None     # the method's own LP time the file records (oneCCL, MPI paths)
     topology: str | None = None
     summary: str = ""
 
     @property
     def valid(self) -> bool:
         return not any(self.errors.values())
+
+    @property
+    def mcf_ratio(self) -> float | None:
+        """Link MCF optimum / predicted time (<= 1): ``a2a compile``'s ``mcf_ratio`` for the same file."""
+        p = self.perf
+        return None if p is None or not self.lp_time else ratio(self.lp_time, p.predicted_time)
+
+    @property
+    def fidelity(self) -> float | None:
+        """The file's own LP time / predicted time (<= 1): ``a2a compile``'s ``fidelity``; needs a recorded
+        ``lp_time`` (oneCCL and MPI path files; MSCCL XML has no place for it)."""
+        p = self.perf
+        return None if p is None or not self.file_lp_time else ratio(self.file_lp_time, p.predicted_time)
 
     def messages(self) -> list[str]:
         return [f"{check}: {m}" for check in CHECKS for m in self.errors[check]]
@@ -74,6 +89,9 @@ class Report:
             "topology": self.topology,
             "lp_time": self.lp_time,
             "ratio_to_lp": None if p is None or not self.lp_time else p.predicted_time / self.lp_time,
+            "mcf_ratio": self.mcf_ratio,
+            "file_lp_time": self.file_lp_time,
+            "fidelity": self.fidelity,
         }
 
 
@@ -125,8 +143,6 @@ def verify_bytes(data: bytes, source: str = "<xml>", topology: Topology | None =
         trace = simulate.simulate_msccl(program)
         for m in trace.errors:
             report.errors["deadlock freedom" if m.startswith("deadlock") else "data movement"].append(m)
-        perf = lambda: performance.dataflow_performance(trace.moves, trace.chunks_per_shard, fabric, caps,
-                                                         program.ngpus)
     elif fmt == "oneccl":
         report = Report(source, fmt, program.nranks, program.chunks_per_shard)
         report.skipped["executor rules"] = "MSCCL only"
@@ -142,8 +158,6 @@ def verify_bytes(data: bytes, source: str = "<xml>", topology: Topology | None =
         report.summary = (f"{program.nranks} ranks, {program.chunks_per_shard} chunk(s) per shard, "
                           f"{program.nsteps} steps, {ops} operations, "
                           f"{sum(r.s_chunks for r in program.ranks)} scratch chunks")
-        perf = lambda: performance.stepped_performance(trace.moves, program.nranks, program.chunks_per_shard,
-                                                       fabric, caps)
     else:
         report = Report(source, fmt, program.nranks, program.chunks_per_shard)
         report.skipped["executor rules"] = "MSCCL only"
@@ -165,7 +179,6 @@ def verify_bytes(data: bytes, source: str = "<xml>", topology: Topology | None =
         report.errors["data movement"] += trace.errors
         report.summary = (f"{program.nranks} ranks, {program.nnodes} nodes, {program.chunks_per_shard} chunk(s) "
                           f"per shard, {len(program.sends)} routes")
-        perf = lambda: performance.routed_performance(program, fabric, caps)
     if topology is None:
         report.skipped["topology"] = "no --topology given"
     else:
@@ -177,11 +190,12 @@ def verify_bytes(data: bytes, source: str = "<xml>", topology: Topology | None =
         else:
             terr += topology_check.check_moves(trace.moves, topology, "gpu" if fmt == "msccl" else "rank")
     if report.valid:  # the cost model needs a complete, well-formed schedule
-        report.perf = perf()
+        report.perf = performance.program_performance(program, fabric, caps, trace)
+        report.file_lp_time = getattr(program, "lp_time", None)
     if topology is not None and lp and not report.errors["topology"]:
         from ..solve import solve
 
-        report.lp_time = 1.0 / solve(topology, fabric, "mcf-decomp").concurrent_flow
+        report.lp_time = solve(topology, fabric, "mcf-decomp").lp_time
     return report
 
 

@@ -84,3 +84,22 @@ def dataflow_performance(moves, chunks_per_shard: int, fabric: Fabric, capacity=
     loads = _stepped(model, hops, 1, chunks_per_shard) if hops else None
     busiest = (loads.busiest, loads.busiest_load) if loads else ((-1, -1), 0.0)
     return Performance(dataflow_time(messages, model, chunks_per_shard), (busiest[1],) if loads else (), *busiest)
+
+
+def program_performance(program, fabric: Fabric, capacity=None, trace=None) -> Performance:
+    """The predicted time of a lowered program, as ``a2a verify`` and ``compile`` report it.
+
+    ``capacity``: ``{(u, v): cap}`` of the topology (default: used pairs at 1);
+    ``trace``: the program's symbolic execution if already done (else it is run).
+    The program must be valid (the cost model needs a complete schedule).
+    """
+    from ..formats import MpiPathProgram, MscclProgram
+    from . import simulate
+
+    if isinstance(program, MpiPathProgram):
+        return routed_performance(program, fabric, capacity)
+    if isinstance(program, MscclProgram):
+        trace = trace or simulate.simulate_msccl(program)
+        return dataflow_performance(trace.moves, trace.chunks_per_shard, fabric, capacity, program.ngpus)
+    trace = trace or simulate.simulate_oneccl(program)
+    return stepped_performance(trace.moves, program.nranks, program.chunks_per_shard, fabric, capacity)

@@ -6,7 +6,21 @@ from ..topology.model import Topology
 
 
 def link_capacities(topology: Topology) -> dict[tuple[int, int], float]:
+    """``{(u, v): capacity}`` of every link."""
     return {(int(u), int(v)): float(c) for u, v, c in zip(topology.src, topology.dst, topology.capacity)}
+
+
+def schedule_capacities(schedule) -> dict[tuple[int, int], float]:
+    """:func:`link_capacities` of the topology a schedule IR was built on."""
+    return {(int(u), int(v)): float(c) for u, v, c in schedule.links}
+
+
+def schedule_topology(schedule) -> Topology:
+    """The topology a schedule IR was built on, rebuilt from its ``links`` (to verify its programs)."""
+    n_nodes = getattr(schedule, "n_nodes", schedule.n_ranks)
+    return Topology.from_links(schedule.spec, schedule.n_ranks, [(u, v) for u, v, _ in schedule.links],
+                               n_switches=n_nodes - schedule.n_ranks, capacity=[c for _, _, c in schedule.links],
+                               undirected=False)
 
 
 def check_ranks(n_ranks: int, topology: Topology) -> list[str]:

@@ -276,12 +276,13 @@ def _sweep(args, a2a, sizes, header, bound, watchdog, out):
             continue
         med, nmed = float(np.median(t_ours)), float(np.median(t_nat))
         algbw, nalgbw = (N - 1) * m / med / 1e9, (N - 1) * m / nmed / 1e9
+        busbw = algbw * (N - 1) / N
         verified = args.check != "none" and not errors
         failures += bool(errors)
         rec = {
             "bytes": m, "chunk_bytes": a2a.chunk_bytes(m), "padded": a2a.chunk_bytes(m) * p.chunks_per_shard != m,
             "time_min_s": float(t_ours.min()), "time_median_s": med, "time_max_s": float(t_ours.max()),
-            "algbw_GBps": algbw,
+            "algbw_GBps": algbw, "busbw_GBps": busbw,
             "native_time_min_s": float(t_nat.min()), "native_time_median_s": nmed,
             "native_time_max_s": float(t_nat.max()), "native_algbw_GBps": nalgbw,
             "ratio_to_native": algbw / nalgbw,
@@ -295,15 +296,26 @@ def _sweep(args, a2a, sizes, header, bound, watchdog, out):
             for e in errors[:3]:
                 print(f"#   FAILED {e}", file=out, flush=True)
     if rank == 0:
+        average = {k: sum(r[k] for r in results) / len(results)
+                   for k in ("algbw_GBps", "busbw_GBps", "native_algbw_GBps", "ratio_to_native")} if results else {}
         if args.json:
-            json.dump({**header, "results": results}, out, indent=1)
+            json.dump({**header, "results": results, "average": average}, out, indent=1)
             out.write("\n")
-        elif failures:
-            print(f"# {failures} size(s) FAILED the byte-exact check", file=out)
         else:
-            print("# all sizes verified" if args.check != "none" else "# not verified (--check none)", file=out)
+            _print_footer(out, average, len(results), failures, args.check)
         out.flush()
     return results, failures
+
+
+def _print_footer(out, average: dict, sizes: int, failures: int, check: str) -> None:
+    if sizes:
+        print(f"# average over {sizes} size(s): algbw {average['algbw_GBps']:.3f} GB/s, busbw "
+              f"{average['busbw_GBps']:.3f} GB/s, native algbw {average['native_algbw_GBps']:.3f} GB/s, "
+              f"ratio {average['ratio_to_native']:.3f}", file=out)
+    if failures:
+        print(f"# {failures} size(s) FAILED the byte-exact check", file=out)
+    else:
+        print("# all sizes verified" if check != "none" else "# not verified (--check none)", file=out)
 
 
 def _print_header(out, h: dict) -> None:
@@ -312,17 +324,25 @@ def _print_header(out, h: dict) -> None:
           f"{h['chunks_per_shard']} chunk(s)/shard, up to {h['scratch_chunks_max']} scratch chunk(s) per rank{rm}",
           file=out)
     print(f"# {h['iters']} iterations after {h['warmup']} warm-up; time = max over ranks per iteration; "
-          f"algbw = (N-1)*bytes/time_median; check: {h['check']}", file=out)
+          f"check: {h['check']}", file=out)
+    print("# bytes: per-peer shard m; chunk: bytes per chunk (m/C rounded up); min/median/max: time of one "
+          "all-to-all", file=out)
+    print("# algbw = (N-1)*m/median (what each rank sends, per second); busbw = algbw*(N-1)/N (nccl-tests' "
+          "all-to-all bus bandwidth)", file=out)
+    print("# native: MPI_Alltoall on the same communicator; ratio = algbw / native algbw (> 1: the schedule is "
+          "faster)", file=out)
     if h["bound_GBps"]:
-        print(f"# MCF bound (N-1)*F*b = {h['bound_GBps']:.3f} GB/s (F = {h['mcf_flow']:g})", file=out)
-    cols = ["bytes", "chunk", "min(us)", "median(us)", "max(us)", "algbw(GB/s)", "native(us)", "native(GB/s)",
-            "ratio"] + (["%bound"] if h["bound_GBps"] else []) + ["check"]
+        print(f"# %bound = algbw / (N-1)*F*b, the LP bound {h['bound_GBps']:.3f} GB/s (F = {h['mcf_flow']:g})",
+              file=out)
+    cols = ["bytes", "chunk", "min(us)", "median(us)", "max(us)", "algbw(GB/s)", "busbw(GB/s)", "native(us)",
+            "native(GB/s)", "ratio"] + (["%bound"] if h["bound_GBps"] else []) + ["check"]
     print("#" + "".join(f"{c:>13}" for c in cols), file=out, flush=True)
 
 
 def _print_row(out, r: dict, bound: bool) -> None:
     cells = [r["bytes"], r["chunk_bytes"], f"{r['time_min_s'] * 1e6:.1f}", f"{r['time_median_s'] * 1e6:.1f}",
-             f"{r['time_max_s'] * 1e6:.1f}", f"{r['algbw_GBps']:.3f}", f"{r['native_time_median_s'] * 1e6:.1f}",
+             f"{r['time_max_s'] * 1e6:.1f}", f"{r['algbw_GBps']:.3f}", f"{r['busbw_GBps']:.3f}",
+             f"{r['native_time_median_s'] * 1e6:.1f}",
              f"{r['native_algbw_GBps']:.3f}", f"{r['ratio_to_native']:.3f}"]
     if bound:
         cells.append(f"{100 * r['bound_fraction']:.1f}")

@@ -1,0 +1,261 @@
+"""The library API: ``a2a_compiler.compile(...)``, the whole pipeline in one call (Basu et al. §3–§4).
+
+solve (MCF LPs) -> chunk -> lower (MSCCL / oneCCL-style / MPI path program) ->
+verify -> :class:`CompileResult`.  ``a2a compile`` is a thin layer over
+:func:`compile` and writes exactly ``result.data``.
+
+>>> import a2a_compiler
+>>> r = a2a_compiler.compile("hypercube:3", emit="msccl")            # doctest: +SKIP
+>>> r.fidelity, r.predicted_time, r.lp_time                           # doctest: +SKIP
+>>> r.write("hc3.xml")                                                # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .chunk.cost import ratio
+from .errors import A2AError
+
+#: ``emit`` -> (schedule kind, description).
+EMITS = {
+    "msccl": ("link", "MSCCL executor XML (GPUs; docs/msccl.md)"),
+    "oneccl": ("link", "oneCCL-style XML (CPUs; run with 'a2a run')"),
+    "mpi": ("path", "MPI path schedule XML (routed; run with 'a2a run')"),
+}
+#: Method used when none is given, per schedule kind.
+DEFAULT_METHOD = {"link": "tsmcf", "path": "mcf-extp"}
+
+
+@dataclass(frozen=True, eq=False)
+class CompileResult:
+    """What :func:`compile` produced, like ``scipy.optimize.OptimizeResult``.
+
+    ``data`` / ``text``: the file, byte-identical to ``a2a compile``'s;
+    ``program``: the in-memory program (:mod:`a2a_compiler.formats`);
+    ``schedule``: the chunked schedule IR it was lowered from; ``report``: the
+    verifier's :class:`~a2a_compiler.verify.Report` (always valid).
+
+    Times are in link-times for unit shards (multiply by shard bytes / link
+    bandwidth).  ``predicted_time`` is the program's time under the one cost
+    model (:mod:`a2a_compiler.chunk.cost`), the number ``a2a verify`` prints;
+    ``lp_time`` the certified optimum of the method's own LP and ``mcf_time``
+    the certified link-MCF optimum of the fabric (the best any method can do).
+    ``fidelity = lp_time / predicted_time`` and ``mcf_ratio = mcf_time /
+    predicted_time`` are both <= 1.
+    """
+
+    format: str
+    program: object
+    data: bytes
+    schedule: object
+    report: object
+    timings: dict = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        return self.data.decode()
+
+    @property
+    def method(self) -> str:
+        return self.schedule.method
+
+    @property
+    def chunks_per_shard(self) -> int:
+        """Chunks per shard of the program (the schedule's ``C`` times MSCCL instances)."""
+        return self.report.chunks_per_shard
+
+    @property
+    def predicted_time(self) -> float:
+        return self.report.perf.predicted_time
+
+    @property
+    def lp_time(self) -> float:
+        return self.schedule.lp_time
+
+    @property
+    def mcf_time(self) -> float | None:
+        return self.schedule.info.get("mcf_time")
+
+    @property
+    def fidelity(self) -> float:
+        return ratio(self.lp_time, self.predicted_time)
+
+    @property
+    def mcf_ratio(self) -> float | None:
+        return None if self.mcf_time is None else ratio(self.mcf_time, self.predicted_time)
+
+    def write(self, path) -> Path:
+        """Write :attr:`data` to ``path`` atomically (:func:`a2a_compiler.files.atomic_write`)."""
+        from .files import atomic_write
+
+        return atomic_write(path, self.data)
+
+    def summary(self) -> dict:
+        """The ``a2a compile --json`` object (without ``output``)."""
+        from .chunk import predicted_time
+
+        s = self.schedule
+        return {
+            "format": self.format,
+            "spec": s.spec,
+            "method": s.method,
+            "fabric": s.fabric.to_json_dict(),
+            "ranks": s.n_ranks,
+            "chunks_per_shard": self.chunks_per_shard,
+            "lp_time": self.lp_time,
+            "mcf_time": self.mcf_time,
+            "predicted_time": self.predicted_time,
+            "fidelity": self.fidelity,
+            "mcf_ratio": self.mcf_ratio,
+            "schedule_predicted_time": predicted_time(s),
+            "program": self.report.summary,
+            "verified": True,
+            "timings": dict(self.timings),
+        }
+
+
+def _fabric(fabric, link_bw, host_bw, forwarding):
+    from .fabric import Fabric, parse_bandwidth
+
+    if fabric is not None:
+        if (link_bw, host_bw, forwarding) != (None, None, None):
+            raise A2AError("give either fabric= or link_bw/host_bw/forwarding, not both")
+        return fabric
+
+    def bw(value, option):
+        return value if value is None or not isinstance(value, str) else parse_bandwidth(value, option)
+
+    return Fabric(bw(link_bw, "--link-bw"), bw(host_bw, "--host-bw"), forwarding or "host")
+
+
+def _topology(source, remove_links: int, remove_nodes: int, seed: int):
+    from .topology.model import Topology
+    from .topology.spec import from_spec
+
+    topo = source if isinstance(source, Topology) else from_spec(str(source))
+    if remove_links or remove_nodes:
+        from .topology.puncture import puncture
+
+        topo = puncture(topo, remove_links=remove_links, remove_nodes=remove_nodes, seed=seed)
+    return topo
+
+
+def _lowering(emit: str, name: str | None, msccl: dict):
+    from .lower import LOWERINGS
+
+    lower = LOWERINGS[emit]
+    options = {"name": name, **(msccl if emit == "msccl" else {})}
+    return lambda schedule: lower(schedule, **options)
+
+
+def _program_time(emit: str, lower, fabric):
+    """For MSCCL, the dataflow time of the program lowered from a candidate schedule: the C search
+    prices what will be written.  oneCCL and MPI path programs run the schedule's own steps, so
+    the stepped time the chunking search computes is already theirs (None)."""
+    if emit != "msccl":
+        return None
+    from .verify.performance import program_performance
+
+    def time_of(schedule):
+        from .verify.topology_check import schedule_capacities
+
+        return program_performance(lower(schedule), fabric, schedule_capacities(schedule)).predicted_time
+    return time_of
+
+
+#: Keywords of :func:`compile` that solve and chunk (refused for an already chunked schedule).
+SOLVE_OPTIONS = ("method", "fabric", "link_bw", "host_bw", "forwarding", "remove_links", "remove_nodes", "seed",
+                 "max_chunks", "min_fidelity", "steps", "paths", "max_paths", "solver")
+
+
+def flag(keyword: str) -> str:
+    """The command-line flag of a :func:`compile` keyword (``max_chunks`` -> ``--max-chunks``)."""
+    return "--" + keyword.replace("_", "-")
+
+
+def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=None, link_bw=None, host_bw=None,
+            forwarding: str | None = None, remove_links: int | None = None, remove_nodes: int | None = None,
+            seed: int | None = None, max_chunks: int | None = None, min_fidelity: float | None = None,
+            steps: int | None = None, paths: str | None = None, max_paths: int | None = None,
+            solver: str | None = None, channels: int | None = None, instances: int | None = None,
+            proto: str | None = None, min_bytes: int | None = None, max_bytes: int | None = None,
+            name: str | None = None, progress=None) -> CompileResult:
+    """Compile an all-to-all schedule for ``source`` and lower it to ``emit`` (Basu et al. §3–§4).
+
+    ``source`` is a topology spec (``"torus:3x3x3"``), a
+    :class:`~a2a_compiler.topology.Topology`, or an already chunked schedule IR
+    (:func:`a2a_compiler.chunk.load_schedule`), which is lowered as it is.
+
+    ``emit``: ``msccl`` / ``oneccl`` (link schedule, ``method`` ``tsmcf``) or
+    ``mpi`` (path schedule, ``method`` ``mcf-extp`` (default) or ``pmcf`` with
+    ``paths`` = ``disjoint`` | ``shortest`` | ``ksp:K``, ``max_paths``).
+    Fabric: ``link_bw``, ``host_bw`` (``"25Gbps"`` or bytes/s), ``forwarding``
+    (``host`` | ``nic``), or a :class:`~a2a_compiler.fabric.Fabric`.  Failures:
+    ``remove_links``, ``remove_nodes``, ``seed``.  Chunking: ``max_chunks``
+    (16), ``min_fidelity`` (the smallest ``C`` reaching it; for MSCCL measured
+    on the lowered program), tsMCF ``steps``.  MSCCL: ``channels``,
+    ``instances`` (1), ``proto`` (Simple), ``min_bytes``, ``max_bytes`` (0 = no
+    limit).  ``name`` goes into the file.  Each keyword is the ``a2a compile``
+    option of the same name (``max_chunks`` is ``--max-chunks``), with the same
+    defaults; errors name the option that way.
+
+    Returns a :class:`CompileResult`; the program has passed every check of
+    ``a2a verify``.  Bad input raises :class:`~a2a_compiler.errors.A2AError`.
+    """
+    from .chunk import SCHEDULE_METHODS, build_schedule
+    from .chunk.ir import LinkSchedule, PathSchedule
+    from .formats import program_to_xml
+    from .lower.placement import check_store_and_forward
+    from .verify import verify_bytes
+    from .verify.topology_check import schedule_topology
+
+    given = {k: v for k, v in locals().items() if k in SOLVE_OPTIONS and v is not None}
+    if emit not in EMITS:
+        raise A2AError(f"--emit must be one of {', '.join(EMITS)}, got {emit!r}")
+    kind = EMITS[emit][0]
+    msccl = {k: v for k, v in (("channels", channels), ("instances", instances), ("proto", proto),
+                               ("min_bytes", min_bytes), ("max_bytes", max_bytes)) if v is not None}
+    if msccl and emit != "msccl":
+        raise A2AError(f"{', '.join(map(flag, msccl))} appl{'ies' if len(msccl) == 1 else 'y'} to --emit msccl only")
+    lower = _lowering(emit, name, msccl)
+    t0 = time.perf_counter()
+    if isinstance(source, (LinkSchedule, PathSchedule)):
+        if given:
+            raise A2AError(f"{', '.join(map(flag, given))}: the schedule is already solved and chunked; these "
+                           f"options apply when compiling from a topology")
+        got = "link" if isinstance(source, LinkSchedule) else "path"
+        if got != kind:
+            raise A2AError(f"--emit {emit} needs a {kind} schedule, but this one is a {got} schedule (method "
+                           f"{source.method}); use --emit {'mpi' if got == 'path' else 'msccl or oneccl'}")
+        schedule = source
+    else:
+        method = method or DEFAULT_METHOD[kind]
+        if method not in SCHEDULE_METHODS:
+            raise A2AError(f"--method must be one of {', '.join(SCHEDULE_METHODS)}, got {method!r}")
+        if SCHEDULE_METHODS[method] != kind:
+            raise A2AError(
+                f"--emit {emit} needs a {kind} schedule: use --method "
+                f"{'tsmcf' if kind == 'link' else 'mcf-extp or pmcf'} ({method} gives "
+                + ("routes: emit them with --emit mpi)" if kind == "link" else
+                   "a time-stepped link schedule: emit it with --emit msccl or oneccl)"))
+        if method != "pmcf" and (paths or max_paths):
+            raise A2AError(f"--paths and --max-paths choose pmcf's candidate paths, not {method}'s")
+        fab = _fabric(fabric, link_bw, host_bw, forwarding)
+        if kind == "link":
+            check_store_and_forward(fab)
+        solve_options = {k: v for k, v in (("paths", paths), ("max_paths", max_paths), ("solver", solver)) if v}
+        topology = _topology(source, remove_links or 0, remove_nodes or 0, seed or 0)
+        schedule = build_schedule(topology, fab, method, max_chunks=16 if max_chunks is None else max_chunks,
+                                  min_fidelity=min_fidelity, steps=steps, solve_options=solve_options,
+                                  program_time=_program_time(emit, lower, fab), progress=progress)
+    t1 = time.perf_counter()
+    program = lower(schedule)
+    data = program_to_xml(program)
+    report = verify_bytes(data, f"<{emit}>", schedule_topology(schedule), schedule.fabric, lp=False)
+    if not report.valid:  # a compiler bug, never a user error: keep the evidence
+        raise RuntimeError("lowered program failed verification:\n" + "\n".join(report.messages()[:20]))
+    return CompileResult(emit, program, data, schedule, report,
+                         {"schedule": t1 - t0, "lower_and_verify": time.perf_counter() - t1})
