@@ -7,7 +7,9 @@ import pytest
 from lxml import etree
 
 from a2a_compiler.cli import main
-from a2a_compiler.routes.schedule import route_schedule
+from a2a_compiler.fabric import Fabric
+from a2a_compiler.routes import RoutedPath, RouteSet
+from a2a_compiler.routes.schedule import chunk_routes, route_schedule
 from a2a_compiler.topology.spec import from_spec
 
 
@@ -62,10 +64,25 @@ def test_weighted_routes_are_rounded_and_say_so(tmp_path, capsys):
                          "--json")
     assert code == 0
     s = json.loads(out)
-    assert s["chunks_exact"] is False and s["chunks_per_shard"] <= 4
-    assert "need more than --max-chunks 4 chunks per shard to be exact" in err
+    assert s["chunks_exact"] is False and s["chunks_per_shard"] == 4
+    assert "need more than --max-chunks 4 chunks per shard to be exact; rounded to multiples of 1/4" in err
     assert s["alltoall_time"] == file_max_load(out_file) >= s["route_time"] - 1e-9
     assert s["lp_time"] == pytest.approx(9, rel=1e-6)
+
+
+def test_chunk_counts_exact_lcm_or_largest_remainder():
+    """Pair 0->2 of ring:4 split 1/5 + 4/5, every other pair on one path: exact with C = 5,
+    else rounded on the cap's grid by largest remainder (4/5 -> 1, 16/5 -> 3)."""
+    t = from_spec("ring:4")
+    paths = [RoutedPath(s, d, (s, d) if (d - s) % 4 in (1, 3) else (s, (s + 1) % 4, d), 1.0)
+             for s in range(4) for d in range(4) if s != d and (s, d) != (0, 2)]
+    paths += [RoutedPath(0, 2, (0, 1, 2), 1 / 5), RoutedPath(0, 2, (0, 3, 2), 4 / 5)]
+    rs = RouteSet("x", t, Fabric(), tuple(paths)).validate()
+    counts = lambda sch: [len(r.chunks) for r in sch.routes if (r.src, r.dst) == (0, 2)]
+    sch, exact = chunk_routes(rs, max_chunks=6)
+    assert (exact, sch.chunks_per_shard, counts(sch)) == (True, 5, [1, 4])
+    sch, exact = chunk_routes(rs, max_chunks=4)
+    assert (exact, sch.chunks_per_shard, counts(sch)) == (False, 4, [1, 3])
 
 
 def test_deadlock_scheme_layers_the_file(tmp_path, capsys):

@@ -54,8 +54,8 @@ average over the stages (congestion_worst, congestion_avg; Zahavi et al. Table I
 
 chunks: each shard is split into C equal chunks.  C is the least common multiple of the
 weights' denominators (for equal splits, of the path counts) when that is <= --max-chunks,
-so the file carries the weights exactly; otherwise the weights are rounded (chunks_exact
-false) and C is chosen by the chunker (largest remainder + rebalancing, fidelity 0.95).
+so the file carries the weights exactly; otherwise C = --max-chunks and each pair's weights
+are rounded to multiples of 1/C by largest remainder (chunks_exact false, a note on stderr).
 
 reported (--json): algo, alltoall_time (max link load of the file as written, unit demand
 per ordered pair, unit capacity, via the project's cost model), route_time (the routes'
@@ -125,7 +125,7 @@ def register(sub) -> None:
     g.add_argument("--pattern", choices=PATTERNS, help="also report the congestion of this pattern's stages")
     o = p.add_argument_group("output")
     o.add_argument("--max-chunks", type=positive_int, default=64, metavar="C",
-                   help="most chunks per shard (default 64)")
+                   help="most chunks per shard (default 64): the rounding grid when the weights are not exact")
     o.add_argument("-o", "--output", metavar="FILE.xml", help="write the MPI path schedule (docs/formats.md)")
     o.add_argument("--json", action="store_true", help="print one JSON object (see 'reported' below)")
     o.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
@@ -195,8 +195,8 @@ def run(args) -> int:
         s.update(pattern=args.pattern, congestion_worst=c.worst, congestion_avg=c.average, stages=len(c.per_stage))
     if not result.chunks_exact and not args.quiet:
         print(f"a2a routes: note: the route weights need more than --max-chunks {args.max_chunks} chunks per "
-              f"shard to be exact; rounded to {s['chunks_per_shard']} (all-to-all time {s['route_time']:.6g} -> "
-              f"{s['alltoall_time']:.6g})", file=sys.stderr)
+              f"shard to be exact; rounded to multiples of 1/{s['chunks_per_shard']} (all-to-all time "
+              f"{s['route_time']:.6g} -> {s['alltoall_time']:.6g})", file=sys.stderr)
     if args.json:
         print_json(s)
     else:

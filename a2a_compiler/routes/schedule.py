@@ -7,9 +7,11 @@ Passes, each usable alone:
    equal chunks.  ``C`` is the least common multiple of the weights'
    denominators (for equal splits over ``k`` paths, of the path counts ``k``)
    when that is at most ``max_chunks``: the file then carries the weights
-   exactly.  Otherwise the cap makes the splits inexact and the project's
-   chunker (largest remainder, then local rebalancing; Basu et al. §4) picks
-   ``C <= max_chunks``.
+   exactly (the highest-common-factor rule of Basu et al. §4).  Otherwise the
+   cap makes the splits inexact: ``C = max_chunks`` and each pair's weights are
+   rounded to multiples of ``1/C`` by largest remainder, nothing more — the
+   file is the engine's routing, as close as ``C`` chunks allow (no
+   rebalancing, which would turn e.g. EwSP into another routing).
 2. :func:`layer_schedule` — virtual layers by a deadlock scheme
    (:mod:`a2a_compiler.deadlock`) for the routes actually written.
 3. :func:`route_schedule` — the whole chain from a topology to a
@@ -26,14 +28,15 @@ import time
 from dataclasses import dataclass
 from fractions import Fraction
 
+import numpy as np
+
 from ..chunk import PathSchedule, Route
-from ..chunk.chunking import chunk_path_schedule
+from ..chunk.chunking import largest_remainder
 from ..deadlock import assign_layers, find_deadlock
 from ..errors import A2AError
 from ..fabric import Fabric
 from ..formats.mpi_paths import mpi_paths_to_xml, parse_mpi_paths
 from ..lower.mpi_paths import lower_mpi_paths
-from ..solve.result import FlowSolution, WeightedPath
 from ..topology.model import Topology
 from ..verify.performance import routed_performance
 from ..verify.topology_check import link_capacities
@@ -59,7 +62,7 @@ def exact_chunks(routes: RouteSet, max_chunks: int) -> int | None:
     return C
 
 
-def chunk_routes(routes: RouteSet, max_chunks: int = DEFAULT_MAX_CHUNKS, progress=None) -> tuple[PathSchedule, bool]:
+def chunk_routes(routes: RouteSet, max_chunks: int = DEFAULT_MAX_CHUNKS) -> tuple[PathSchedule, bool]:
     """Chunk ``routes`` (module docstring, pass 1); returns the schedule and whether the split is exact.
 
     Layers and per-hop virtual channels (``vcs``) travel with their routes; a path that
@@ -70,28 +73,23 @@ def chunk_routes(routes: RouteSet, max_chunks: int = DEFAULT_MAX_CHUNKS, progres
         raise A2AError(f"--max-chunks must be >= 1, got {max_chunks}")
     topo = routes.topology
     C = exact_chunks(routes, max_chunks)
-    if C is not None:
-        pairs: dict[tuple[int, int], list] = {}
-        for p in routes.paths:
-            pairs.setdefault((p.src, p.dst), []).append(p)
-        out = []
-        for (s, d), plist in sorted(pairs.items()):
-            i = 0
-            for rid, p in enumerate(plist):
-                k = round(p.weight * C)
+    exact = C is not None
+    C = C if exact else max_chunks
+    pairs: dict[tuple[int, int], list] = {}
+    for p in routes.paths:
+        pairs.setdefault((p.src, p.dst), []).append(p)
+    out = []
+    for (s, d), plist in sorted(pairs.items()):
+        counts = largest_remainder(np.array([p.weight for p in plist]), C)   # exactly w·C when exact
+        i = rid = 0
+        for p, k in zip(plist, counts.tolist()):
+            if k:
                 out.append(Route(s, d, p.nodes, rid, tuple(range(i, i + k)), p.layer, p.vcs))
                 i += k
-        sched = PathSchedule(topo.n_hosts, C, tuple(out), _links(topo), topo.n_nodes, topo.spec, routes.fabric,
-                             routes.algo, routes.alltoall_time)
-        return sched, True
-    solution = FlowSolution(
-        method=routes.algo, spec=topo.spec, fabric=routes.fabric, n_hosts=topo.n_hosts, n_links=topo.n_links,
-        concurrent_flow=1.0 / routes.alltoall_time, upper_bound=math.inf,
-        paths=tuple(WeightedPath(p.src, p.dst, p.nodes, p.weight) for p in routes.paths))
-    sched = chunk_path_schedule(topo, solution, max_chunks=max_chunks, progress=progress)
-    channels = {(p.src, p.dst, p.nodes): {"layer": p.layer, "vcs": p.vcs} for p in routes.paths}
-    return dataclasses.replace(sched, routes=tuple(dataclasses.replace(r, **channels[(r.src, r.dst, r.nodes)])
-                                                   for r in sched.routes)), False
+                rid += 1
+    sched = PathSchedule(topo.n_hosts, C, tuple(out), _links(topo), topo.n_nodes, topo.spec, routes.fabric,
+                         routes.algo, routes.alltoall_time)
+    return sched, exact
 
 
 def _links(topology: Topology) -> tuple[tuple[int, int, float], ...]:
@@ -175,7 +173,7 @@ def route_schedule(topology: Topology, algo: str, fabric: Fabric | None = None, 
     timings["route"] = t1 - t0
     if progress:
         progress(f"{algo}: {len(routes.paths)} paths in {t1 - t0:.2f} s, all-to-all time {routes.alltoall_time:.6g}")
-    schedule, exact = chunk_routes(routes, max_chunks, progress)
+    schedule, exact = chunk_routes(routes, max_chunks)
     t2 = time.perf_counter()
     timings["chunk"] = t2 - t1
     if deadlock is not None:
