@@ -77,13 +77,19 @@ def test_mpi_paths_round_trip(tmp_path):
     (b'<algo name="a"><gpu id="0"', "malformed XML"),
     (b'<schedule/>', "unknown schedule format: root element <schedule>"),
     (b'<algo><gpu id="zero"/></algo>', "attribute id='zero' is not an integer"),
-    (b'<algo><gpu id="0"><tb id="0"><step s="0"/></tb></gpu></algo>', "missing attribute 'type'"),
+    (b'<algo><gpu id="0"><tb id="0"><step s="first" type="s"/></tb></gpu></algo>', "attribute s='first' is not an integer"),
     (b'<mpi_paths coll="alltoall" nranks="2" chunks_per_shard="1"><rank id="0"><send dst="1" route_id="0" '
      b'route="0 x" chunks="0"/></rank><rank id="1"/></mpi_paths>', "is not a list of integers"),
 ])
 def test_malformed_and_hostile_input_refused(data, message):
     with pytest.raises(FormatError, match=message):
         parse_program(data, "bad.xml")
+
+
+def test_missing_ids_and_types_read_as_invalid_not_unreadable():
+    """The executor rules report them (exit 1), so the reader keeps placeholders."""
+    _, prog = parse_program(b'<algo><gpu><tb><step s="0"/></tb></gpu></algo>', "t.xml")
+    assert (prog.gpus[0].id, prog.gpus[0].tbs[0].id, prog.gpus[0].tbs[0].steps[0].type) == (-1, -1, "")
 
 
 def test_lp_time_is_recorded_and_checked():

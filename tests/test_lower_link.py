@@ -138,7 +138,8 @@ def test_ring_links_helper_consistent():
 def test_dropped_dependency_is_caught():
     """Without its dependency a relay's send may run before the receive that fills its scratch slot."""
     data = msccl_to_xml(lower_msccl(ring_schedule(4, 2))).decode()
-    relay = '<step s="2" type="s" srcbuf="s" srcoff="0" dstbuf="s" dstoff="0" cnt="1" depid="1" deps="1" hasdep="0"/>'
+    # gpu 0 forwards from scratch s[0] into o[3] of its neighbour (both ends name the transfer alike)
+    relay = '<step s="2" type="s" srcbuf="s" srcoff="0" dstbuf="o" dstoff="3" cnt="1" depid="1" deps="1" hasdep="0"/>'
     assert data.count(relay) >= 1
     broken = data.replace(relay, relay.replace('depid="1" deps="1"', 'depid="-1" deps="-1"'), 1)
     errs = verify_bytes(broken.encode(), "t.xml").errors["data movement"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..errors import A2AError
 from .common import SPEC_HELP, add_fabric_args, add_topology_args, fabric_from_args, print_json, topology_from_args
 
 HELP = "check an MSCCL / oneCCL-style / MPI path XML schedule (rules, data movement, deadlock, topology, time)"
@@ -31,7 +32,10 @@ checks:
                      at once); fidelity against the LP time the file records (oneCCL, MPI paths)
                      and, with --topology, the link MCF optimum 1/F (certified) and the MCF ratio
 
-exit status: 0 all checks pass, 1 the schedule is invalid, 2 the file is unreadable.
+Warnings (a receive described differently from its send, many channels or thread blocks) do not
+make a file invalid unless --strict.
+
+exit status: 0 all checks pass, 1 the schedule is invalid, 2 the file is unreadable (or a bad option).
 """
 
 
@@ -47,18 +51,29 @@ def register(sub) -> None:
     p.add_argument("--deadlock-free", action="store_true",
                    help="MPI path files: prove the routes' channel dependency graph over (link, virtual channel) "
                         "acyclic (the layers or vcs written by 'a2a routes --deadlock')")
+    p.add_argument("--strict", action="store_true",
+                   help="treat warnings as errors: a receive whose srcbuf/srcoff/dstbuf/dstoff differ from its "
+                        "send's (msccl-tools writes both alike; the public MSCCL-XML-Verifier rejects the "
+                        "difference), more than 32 channels or 108 thread blocks, i_chunks above nchunksperloop")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object: valid, format, ranks, checks, errors, warnings, "
-                        "predicted_time, lp_time (link MCF), mcf_ratio, file_lp_time, fidelity")
+                        "predicted_time, lp_time (link MCF), mcf_ratio, file_lp_time, fidelity; also for an "
+                        "unreadable file (valid false, the reason in errors, exit 2)")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     from ..verify import CHECKS, verify_file
 
-    topology = topology_from_args(args) if args.spec else None
-    report = verify_file(args.file, topology, fabric_from_args(args), lp=not args.no_lp,
-                         deadlock_free=args.deadlock_free)
+    try:
+        topology = topology_from_args(args) if args.spec else None
+        report = verify_file(args.file, topology, fabric_from_args(args), lp=not args.no_lp,
+                             deadlock_free=args.deadlock_free, strict=args.strict)
+    except A2AError as exc:
+        if not args.json:
+            raise
+        print_json({"valid": False, "source": args.file, "format": None, "errors": [str(exc)], "warnings": []})
+        return 2
     if args.json:
         print_json(report.to_json())
         return 0 if report.valid else 1

@@ -94,8 +94,10 @@ def msccl_from_element(root, source: str) -> MscclProgram:
     """Build the program from a parsed ``<algo>`` element.
 
     Missing optional attributes get msccl-tools' defaults (``cnt`` 1, no
-    dependency, ``buf``/``off`` accepted for the newer single-buffer form);
-    malformed integers and missing structural ids raise :class:`FormatError`.
+    dependency, ``buf``/``off`` accepted for the newer single-buffer form); a
+    missing id or step type reads as ``-1`` / ``""``, which the executor rules
+    (:mod:`.msccl_rules`) report: the file is readable but invalid.  Malformed
+    integers raise :class:`FormatError` (unreadable).
     """
     expect_root(root, ROOT, source)
     gpus = []
@@ -108,7 +110,7 @@ def msccl_from_element(root, source: str) -> MscclProgram:
                 buf = s.get("buf")
                 steps.append(MscclStep(
                     s=attr_int(s, "s", source, pos),
-                    type=attr_str(s, "type", source),
+                    type=attr_str(s, "type", source, ""),
                     srcbuf=attr_str(s, "srcbuf", source, buf or "i"),
                     srcoff=attr_int(s, "srcoff", source, off),
                     dstbuf=attr_str(s, "dstbuf", source, buf or "o"),
@@ -119,14 +121,14 @@ def msccl_from_element(root, source: str) -> MscclProgram:
                     hasdep=attr_int(s, "hasdep", source, 0),
                 ))
             tbs.append(MscclThreadBlock(
-                id=attr_int(t, "id", source),
+                id=attr_int(t, "id", source, -1),
                 send=attr_int(t, "send", source, -1),
                 recv=attr_int(t, "recv", source, -1),
                 chan=attr_int(t, "chan", source, 0),
                 steps=tuple(steps),
             ))
         gpus.append(MscclGpu(
-            id=attr_int(g, "id", source),
+            id=attr_int(g, "id", source, -1),
             i_chunks=attr_int(g, "i_chunks", source, 0),
             o_chunks=attr_int(g, "o_chunks", source, 0),
             s_chunks=attr_int(g, "s_chunks", source, 0),

@@ -89,7 +89,7 @@ def _lower_gpus(pl: Placement) -> list[MscclGpu]:
             if r.dst == g:
                 tb = recv_id[(r.lane, r.src)]
                 written_by[r.id] = (tb, len(steps[tb]))
-                add(tb, "r", r.dstbuf, r.dstoff, r.dstbuf, r.dstoff, r.cnt)
+                add(tb, "r", r.srcbuf, r.srcoff, r.dstbuf, r.dstoff, r.cnt)
             elif r.src == g:
                 tb = send_id[(r.lane, r.dst)]
                 seen = waited.setdefault(tb, {})
@@ -101,7 +101,7 @@ def _lower_gpus(pl: Placement) -> list[MscclGpu]:
                 deps = sorted(need.items()) or [(-1, -1)]
                 for dep in deps[:-1]:
                     add(tb, "nop", "i", -1, "o", -1, 0, dep)
-                add(tb, "s", r.srcbuf, r.srcoff, r.srcbuf, r.srcoff, r.cnt, deps[-1])
+                add(tb, "s", r.srcbuf, r.srcoff, r.dstbuf, r.dstoff, r.cnt, deps[-1])
                 seen.update(need)
         targets = {(st.depid, st.deps) for rows in steps.values() for st in rows if st.depid >= 0}
         if any(tb > MAX_DEPID for tb, _ in targets):

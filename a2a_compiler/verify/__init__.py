@@ -96,13 +96,30 @@ class Report:
 
 
 def verify_file(path: str | os.PathLike, topology: Topology | None = None, fabric: Fabric | None = None,
-                lp: bool = True, deadlock_free: bool = False) -> Report:
+                lp: bool = True, deadlock_free: bool = False, strict: bool = False) -> Report:
     """Read ``path`` and :func:`verify_bytes` it."""
-    return verify_bytes(read_bytes(path), str(path), topology, fabric, lp, deadlock_free)
+    return verify_bytes(read_bytes(path), str(path), topology, fabric, lp, deadlock_free, strict)
 
 
 def verify_bytes(data: bytes, source: str = "<xml>", topology: Topology | None = None,
-                 fabric: Fabric | None = None, lp: bool = True, deadlock_free: bool = False) -> Report:
+                 fabric: Fabric | None = None, lp: bool = True, deadlock_free: bool = False,
+                 strict: bool = False) -> Report:
+    """Run every check that applies to the file's format; with ``strict``, warnings are errors.
+
+    Warnings name what the executor accepts but other tools do not (a receive
+    whose fields differ from its send's, msccl-tools' convention) or what is
+    unusual (many channels or thread blocks); ``strict`` files them under
+    "executor rules" so the file is invalid.  See :func:`_verify`.
+    """
+    report = _verify(data, source, topology, fabric, lp, deadlock_free)
+    if strict and report.warnings:
+        report.errors["executor rules"] += [f"(--strict) {w}" for w in report.warnings]
+        report.warnings = []
+    return report
+
+
+def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric | None, lp: bool,
+            deadlock_free: bool) -> Report:
     """Run every check that applies to the file's format.
 
     Unreadable input (malformed XML, an unknown root, hostile constructs, bad

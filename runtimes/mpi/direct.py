@@ -23,8 +23,8 @@ def direct_msccl(nranks: int, chunks_per_shard: int = 1) -> MscclProgram:
         tbs = [MscclThreadBlock(0, -1, -1, 0, (_step(0, "cpy", "i", r * C, "o", r * C, C),))]
         for p in range(nranks):
             if p != r:
-                tbs.append(MscclThreadBlock(len(tbs), p, p, 0, (
-                    _step(0, "s", "i", p * C, "o", -1, C), _step(1, "r", "i", -1, "o", p * C, C))))
+                tbs.append(MscclThreadBlock(len(tbs), p, p, 0, (  # both ends describe a transfer alike
+                    _step(0, "s", "i", p * C, "o", r * C, C), _step(1, "r", "i", r * C, "o", p * C, C))))
         gpus.append(MscclGpu(r, nranks * C, nranks * C, 0, tuple(tbs)))
     return MscclProgram(f"direct-{nranks}", "Simple", 1, nranks * C, nranks, "alltoall", 0, 1, 0, 0, tuple(gpus))
 

@@ -228,7 +228,7 @@ def plan_msccl(prog, size: int) -> list[RankPlan]:
 def _msccl_rank(name: str, N: int, C: int, mine) -> RankPlan:
     rank = mine.id
     # Hazards: chunks this rank writes more than once (reused scratch slots).
-    counts = {b: np.zeros(n, dtype=np.int64) for b, n in (("o", mine.o_chunks), ("s", mine.s_chunks))}
+    counts = {b: np.zeros(n, dtype=np.int64) for b, n in (("o", N * C), ("s", mine.s_chunks))}
     for tb in mine.tbs:
         for st in tb.steps:
             if _OPCODES[st.type] in (RECV, RCS, CPY):
