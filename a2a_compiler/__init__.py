@@ -5,13 +5,6 @@ returns a :class:`~a2a_compiler.compiler.CompileResult`; the ``a2a`` command is 
 thin layer over it.  Importing the package is cheap: stages load on first use.
 """
 
-from importlib.metadata import PackageNotFoundError, version as _version
-
-try:
-    __version__ = _version("a2a-compiler")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0+unknown"
-
 __all__ = ["compile", "CompileResult", "__version__"]
 
 
@@ -20,4 +13,11 @@ def __getattr__(name):
         from . import compiler
 
         return getattr(compiler, name)
+    if name == "__version__":  # looked up on demand: importing the package stays cheap
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("a2a-compiler")
+        except PackageNotFoundError:  # a source tree that was never installed
+            return "0+unknown"
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

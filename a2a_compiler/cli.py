@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 
 from .errors import A2AError
@@ -57,9 +58,49 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _attach_negative_values(argv: list[str]) -> list[str]:
+    """``--link-bw -25Gbps`` -> ``--link-bw=-25Gbps``: argparse takes a token that starts with
+    ``-`` and a digit for an option unless it is a plain number, so the value would be lost
+    and the error would not name it; no option of ours starts with a digit."""
+    out: list[str] = []
+    for tok in argv:
+        if out and re.match(r"-\d", tok) and out[-1].startswith("--") and "=" not in out[-1]:
+            out[-1] = f"{out[-1]}={tok}"
+        else:
+            out.append(tok)
+    return out
+
+
+def launcher_rank() -> int:
+    """This process's rank as an MPI launcher told it (before MPI starts), 0 if unknown."""
+    for var in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK"):
+        if os.environ.get(var, "").isdigit():
+            return int(os.environ[var])
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(argv[0] if argv and argv[0] in COMMANDS else None)
+    """Run ``a2a`` with ``argv``; returns the exit status.
+
+    User errors print one line and return 2; Ctrl-C at any moment (imports
+    included) prints one line (on MPI rank 0 only) and returns 130 — or, once
+    MPI is up, ends the process at once, since the other ranks may be blocked.
+    """
+    argv = _attach_negative_values(sys.argv[1:] if argv is None else list(argv))
+    command = argv[0] if argv and argv[0] in COMMANDS else None
+    try:
+        return _main(argv, command)
+    except KeyboardInterrupt:
+        if launcher_rank() == 0:
+            print(f"a2a{' ' + command if command else ''}: interrupted", file=sys.stderr, flush=True)
+        if "mpi4py.MPI" in sys.modules:
+            sys.stdout.flush()
+            os._exit(130)
+        return 130
+
+
+def _main(argv: list[str], command: str | None) -> int:
+    parser = build_parser(command)
     args, extra = parser.parse_known_args(argv)
     if extra:  # argparse leaves these to the top-level parser; the command's own usage is the helpful one
         command = getattr(args, "command", None)
@@ -76,9 +117,6 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # e.g. piped into head: stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
-    except KeyboardInterrupt:
-        print(f"a2a {args.command}: interrupted", file=sys.stderr)
-        return 130
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ def parse_bandwidth(text: str, option: str = "bandwidth") -> float:
     Decimal prefixes (``G`` = 1e9); ``GiB/s`` is binary.  ``bps``/``bit/s`` are bits,
     ``B/s`` bytes.  A bare number is refused, because bits vs bytes is ambiguous.
     """
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([A-Za-z/]+)\s*", str(text))
+    m = re.fullmatch(r"\s*([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([A-Za-z/]+)\s*", str(text))
     if not m:
         raise A2AError(f"{option}: cannot parse {text!r}; give a number and a unit, e.g. 25Gbps or 3.125GB/s")
     value, unit = float(m.group(1)), m.group(2)
@@ -59,9 +59,24 @@ def parse_bandwidth(text: str, option: str = "bandwidth") -> float:
         raise A2AError(
             f"{option}: unknown unit {unit!r}; use bps/Kbps/Mbps/Gbps/Tbps (bits) or B/s/KB/s/MB/s/GB/s/TB/s/GiB/s (bytes)"
         )
-    if not (value > 0 and math.isfinite(value)):
+    if not value > 0:
         raise A2AError(f"{option}: bandwidth must be positive, got {text!r}")
-    return value * scale
+    return check_bandwidth(value * scale, option, text)
+
+
+#: Bandwidths outside this range (bytes/s) are refused: 1 B/s to 1 PB/s.
+BANDWIDTH_RANGE = (1.0, 1e15)
+#: Largest ratio between the host and the link bandwidth (either way) the LPs stay well conditioned for.
+MAX_BANDWIDTH_RATIO = 1e6
+
+
+def check_bandwidth(value: float, option: str = "bandwidth", text=None) -> float:
+    """``value`` (bytes/s) if it is finite and within :data:`BANDWIDTH_RANGE`, else :class:`A2AError`."""
+    lo, hi = BANDWIDTH_RANGE
+    if not (lo <= value <= hi):  # also catches nan and inf
+        raise A2AError(f"{option}: bandwidth {text if text is not None else value!r} is outside "
+                       f"{lo:g} B/s .. {hi:g} B/s (1 PB/s)")
+    return value
 
 
 @dataclass(frozen=True)
@@ -77,10 +92,13 @@ class Fabric:
             raise A2AError(f"--forwarding must be one of {', '.join(FORWARDING_MODES)}, got {self.forwarding!r}")
         for name in ("link_bw", "host_bw"):
             v = getattr(self, name)
-            if v is not None and not (v > 0 and math.isfinite(v)):
-                raise A2AError(f"{name.replace('_', '-')}: bandwidth must be positive and finite, got {v!r}")
+            if v is not None:
+                check_bandwidth(v, f"--{name.replace('_', '-')}")
         if self.host_bw is not None and self.link_bw is None:
             raise A2AError("--host-bw needs --link-bw: the host-NIC bottleneck is relative to the link bandwidth")
+        if self.host_bw is not None and not 1 / MAX_BANDWIDTH_RATIO <= self.host_bw / self.link_bw <= MAX_BANDWIDTH_RATIO:
+            raise A2AError(f"--host-bw / --link-bw = {self.host_bw / self.link_bw:.3g} is outside "
+                           f"1e-6 .. 1e6, where the flow LPs lose precision")
 
     @property
     def host_capacity(self) -> float:

@@ -24,6 +24,23 @@ def _why(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
+def check_writable(path: str | os.PathLike) -> Path:
+    """Refuse, before any work, an output ``path`` :func:`atomic_write` could not write."""
+    path = Path(path)
+    directory = path.parent if str(path.parent) else Path(".")
+    if not directory.is_dir():
+        raise A2AError(f"cannot write {path}: directory {directory} does not exist")
+    if path.is_dir():
+        raise A2AError(f"cannot write {path}: it is a directory")
+    try:  # the real test (os.access says yes to root even where nothing can be created)
+        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise A2AError(f"cannot write {path}: {_why(exc)}") from None
+    os.close(fd)
+    os.unlink(probe)
+    return path
+
+
 def atomic_write(path: str | os.PathLike, data: bytes | str) -> Path:
     """Write ``data`` to ``path`` via a temporary file in the same directory and ``os.replace``.
 
@@ -31,14 +48,10 @@ def atomic_write(path: str | os.PathLike, data: bytes | str) -> Path:
     missing or unwritable directory, or a ``path`` that is a directory, raises
     :class:`A2AError` naming the path.
     """
-    path = Path(path)
+    path = check_writable(path)
+    directory = path.parent if str(path.parent) else Path(".")
     if isinstance(data, str):
         data = data.encode()
-    directory = path.parent if str(path.parent) else Path(".")
-    if not directory.is_dir():
-        raise A2AError(f"cannot write {path}: directory {directory} does not exist")
-    if path.is_dir():
-        raise A2AError(f"cannot write {path}: it is a directory")
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     except OSError as exc:

@@ -9,7 +9,6 @@ import pytest
 
 from a2a_compiler import compile as compile_schedule
 from a2a_compiler.cli import main
-from a2a_compiler.formats.msccl import parse_msccl
 from a2a_compiler.formats.msccl_rules import check_rules, message_fields
 from a2a_compiler.verify import CHECKS, verify_bytes
 

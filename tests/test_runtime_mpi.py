@@ -220,3 +220,20 @@ def test_msccl_tools_output_runs_byte_exact(name):
                    "-f", "99", "--check", "all")
     assert out["format"] == "msccl" and out["chunks_per_shard"] == (2 if "_i2" in name else 1)
     assert [(r["bytes"], r["verified"], r["error"]) for r in out["results"]] == [(1, True, None), (99, True, None)]
+
+
+def test_ctrl_c_during_a_run_is_one_line():
+    """SIGINT to the whole job (what a terminal's Ctrl-C does) mid-sweep: rank 0 prints one line, every
+    rank ends at once (the launcher reports 130, or 9 when it kills a rank that was still exiting)."""
+    import os
+    import signal
+    import time
+
+    p = subprocess.Popen([MPIEXEC, "-n", "8", sys.executable, "-m", "a2a_compiler", "run",
+                          str(SCHEDULES / "bipartite-4-tsmcf.msccl.xml"), "-b", "1K", "-e", "1M", "-n", "500"],
+                         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    assert p.stdout.readline().startswith("# ")  # running: the header is out
+    time.sleep(1)
+    os.killpg(p.pid, signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert err == "a2a run: interrupted\n" and p.returncode in (130, 9)

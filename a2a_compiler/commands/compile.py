@@ -101,7 +101,9 @@ OPTIONS = ("method", "link_bw", "host_bw", "forwarding", "remove_links", "remove
 def run(args) -> int:
     from ..chunk import load_schedule
     from ..compiler import compile
+    from ..files import check_writable
 
+    check_writable(args.output)
     if bool(args.spec) == bool(args.from_ir):
         raise A2AError("give either SPEC or --from-ir FILE.json" + (", not both" if args.spec else ""))
     source = load_schedule(args.from_ir) if args.from_ir else args.spec

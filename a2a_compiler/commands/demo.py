@@ -83,7 +83,12 @@ def run(args) -> int:
     from ..topology import from_spec
 
     out = Path(args.dir)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise A2AError(f"--dir {out}: cannot create the directory: {exc.strerror or exc}") from None
+    if not os.access(out, os.W_OK):
+        raise A2AError(f"--dir {out}: the directory is not writable")
     topology = from_spec(args.spec)
     fabric = Fabric(parse_bandwidth(DEFAULT_LINK_BW), parse_bandwidth(DEFAULT_HOST_BW), "host")
 

@@ -64,6 +64,9 @@ def _human(s: dict) -> str:
 
 
 def run(args) -> int:
+    from ..files import check_writable
+
+    check_writable(args.output)
     topology = topology_from_args(args)
     fabric = fabric_from_args(args)
     if args.method != "pmcf" and (args.paths or args.max_paths):

@@ -144,6 +144,10 @@ class DelayedProgress:
 
 
 def run(args) -> int:
+    from ..files import check_writable
+
+    if args.save:
+        check_writable(args.save)
     topo = topology_from_args(args)
     fabric = fabric_from_args(args)
     reporter = None if args.quiet else DelayedProgress()

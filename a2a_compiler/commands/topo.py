@@ -54,6 +54,10 @@ def _human(s: dict) -> str:
 
 
 def run(args) -> int:
+    from ..files import check_writable
+
+    if args.save:
+        check_writable(args.save)
     topology = topology_from_args(args)
     s = summary(topology)
     if args.save:

@@ -25,6 +25,8 @@ from ..fabric import Fabric
 from ..topology.model import Topology
 from .result import FlowSolution, WeightedPath
 
+#: Largest flow LP :func:`solve` builds (nonzeros; HiGHS needs some 100 bytes per nonzero).
+MAX_LP_NONZEROS = 200_000_000
 #: method name -> (module, function); modules are imported on first use.
 METHODS = {
     "mcf": ("mcf", "mcf"),
@@ -65,7 +67,24 @@ def solve(topology: Topology, fabric: Fabric | None = None, method: str = "mcf-d
     if unknown:
         raise A2AError(f"{method} does not take option{'s' if len(unknown) > 1 else ''} "
                        f"{', '.join(map(repr, unknown))}; it takes {', '.join(allowed)}")
-    return func(topology, fabric or Fabric(), **options)
+    fabric = fabric or Fabric()
+    check_lp_size(topology, fabric, method)
+    return func(topology, fabric, **options)
+
+
+def check_lp_size(topology: Topology, fabric: Fabric, method: str) -> None:
+    """Refuse a flow LP that cannot fit: about 3 nonzeros per flow variable, one variable per
+    (commodity group, link) — ``N(N-1)`` groups for ``mcf`` (eqs. 1–5), ``N`` for the
+    source-grouped LPs (eqs. 6–9, tsMCF per step, counted once) — against :data:`MAX_LP_NONZEROS`."""
+    n = topology.n_hosts
+    links = topology.n_links + (2 * n if fabric.host_bw is not None else 0)  # host–NIC links of Fig. 2
+    groups = n * (n - 1) if method == "mcf" else n
+    nnz = 3 * groups * links
+    if nnz > MAX_LP_NONZEROS:
+        raise A2AError(f"{topology.spec}: the {method} LP would have about {nnz:.1e} nonzeros ({groups} commodity "
+                       f"group(s) x {links} links), over the limit of {MAX_LP_NONZEROS:.0e} "
+                       f"(a2a_compiler.solve.MAX_LP_NONZEROS)" + ("; mcf-decomp needs N times fewer"
+                                                                  if method == "mcf" else ""))
 
 
 __all__ = ["solve", "method_options", "METHODS", "FlowSolution", "WeightedPath"]

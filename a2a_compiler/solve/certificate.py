@@ -111,7 +111,9 @@ def solve_graph(topology: Topology, fabric):
     LP runs on (:func:`a2a_compiler.fabric.augment`, Basu et al. §3.2.2 Fig. 2), checked
     connected, and the commodities ``(s, d)``, ``s != d``, in ``s·N + d`` order."""
     from ..fabric import Fabric, augment
+    from ..topology.metrics import require_table
 
+    require_table(topology, topology.n_hosts, topology.n_hosts, "the host-pair (commodity) table")
     fabric = fabric or Fabric()
     aug = augment(topology, fabric)
     check_connected(aug.topology)

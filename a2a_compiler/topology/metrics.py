@@ -15,8 +15,21 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.sparse import csgraph
 
-from ..errors import DisconnectedError
+from ..errors import A2AError, DisconnectedError
 from .model import Topology
+
+#: Largest dense table (distances between hosts or attachment points, host-pair arrays) any stage
+#: builds, in bytes: beyond it the all-to-all of the topology is refused before memory runs out.
+MAX_TABLE_BYTES = 4 * 2**30
+
+
+def require_table(topology: Topology, rows: int, cols: int, what: str) -> None:
+    """Refuse a ``rows x cols`` table of 8-byte entries over :data:`MAX_TABLE_BYTES`, naming the limit."""
+    need = 8 * rows * cols
+    if need > MAX_TABLE_BYTES:
+        raise A2AError(f"{topology.spec}: {what} would need {need / 2**30:.1f} GiB ({rows} x {cols}), over the "
+                       f"{MAX_TABLE_BYTES / 2**30:.0f} GiB limit; an all-to-all of {topology.n_hosts} hosts "
+                       f"is too large for this machine's tables (a2a_compiler.topology.metrics.MAX_TABLE_BYTES)")
 
 
 def attachment(topology: Topology) -> tuple[np.ndarray, np.ndarray]:
@@ -40,6 +53,7 @@ def _point_distances(topology: Topology):
     """Attachment points, host -> point index, offsets, and point-to-point hop distances."""
     a, o = attachment(topology)
     points, inv = np.unique(a, return_inverse=True)
+    require_table(topology, len(points), topology.n_nodes, "the hop-distance table")
     d = csgraph.shortest_path(topology.adjacency("ones"), unweighted=True, indices=points)[:, points]
     return points, inv, o, d
 

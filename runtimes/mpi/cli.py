@@ -15,10 +15,13 @@ import json
 import os
 import re
 import sys
+import threading
+import time
 import traceback
 import types
 from fractions import Fraction
 
+from a2a_compiler.cli import launcher_rank
 from a2a_compiler.errors import A2AError
 
 from .plan import ROUTE_MODES
@@ -97,14 +100,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="abort the whole job (MPI_Abort) when a rank makes no progress for this long: a dead rank "
                         "or a deadlocking schedule never hangs (default 60; 0 disables)")
     p.add_argument("--json", action="store_true", help="print one JSON object (rank 0) instead of the table")
-
-
-def launcher_rank() -> int:
-    """This process's rank as told by the launcher (before MPI starts), 0 if unknown."""
-    for var in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK"):
-        if os.environ.get(var, "").isdigit():
-            return int(os.environ[var])
-    return 0
 
 
 def quiet_errors(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -205,7 +200,55 @@ def _timed(comm, fn, send, recv, n_warm, n_iter, check, watchdog, on_timed=None)
 
 
 def main(args, prog: str) -> int:
-    """Entry point shared by ``a2a run`` and ``python -m runtimes.mpi``."""
+    """Entry point shared by ``a2a run`` and ``python -m runtimes.mpi``.
+
+    Ctrl-C (SIGINT to the job, as a terminal sends it to mpiexec and every rank)
+    at any moment ends each rank at once with status 130; rank 0 prints one line.
+    """
+    try:
+        import mpi4py.MPI  # noqa: F401  (initialises MPI)
+
+        _exit_on_interrupt(prog)
+        return _main(args, prog)
+    except KeyboardInterrupt:  # before the guard was up
+        _interrupted(prog)
+
+
+_ENDING = threading.Lock()
+
+
+def _interrupted(prog: str) -> None:
+    """Say so (rank 0) and end the process with 130; the first caller does it, others wait for it."""
+    if not _ENDING.acquire(blocking=False):
+        threading.Event().wait()
+    if launcher_rank() == 0:
+        print(f"{prog}: interrupted", file=sys.stderr, flush=True)
+    sys.stdout.flush()
+    time.sleep(0.3)  # every rank got the signal: exit together, after rank 0 has said why
+    os._exit(130)  # no MPI_Finalize: the other ranks may be blocked in a collective
+
+
+def _exit_on_interrupt(prog: str) -> None:
+    """End the process on SIGINT even while the main thread sits for good in an MPI call (a
+    collective whose partners are gone), where Python never gets to raise KeyboardInterrupt:
+    Python's C-level handler, in whichever thread the signal lands (MPI has threads of its own),
+    writes to the wakeup fd, and a thread reading it exits (mpi4py releases the GIL in
+    blocking calls)."""
+    import signal
+
+    r, w = os.pipe()
+    os.set_blocking(w, False)
+    signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+
+    def wait() -> None:
+        while os.read(r, 1)[0] != signal.SIGINT:
+            pass
+        _interrupted(prog)
+
+    threading.Thread(target=wait, name="a2a-interrupt", daemon=True).start()
+
+
+def _main(args, prog: str) -> int:
     from mpi4py import MPI
 
     from .executor import Alltoall, agree, on_root
@@ -246,7 +289,9 @@ def main(args, prog: str) -> int:
         except A2AError as exc:  # raised on one rank mid-run: the others are blocked, abort them
             print(f"{prog}: error: {exc}", file=sys.stderr, flush=True)
             comm.Abort(1)
-        except BaseException:  # a bug or an interrupt on one rank: never leave the others waiting
+        except KeyboardInterrupt:
+            raise
+        except BaseException:  # a bug on one rank: never leave the others waiting
             traceback.print_exc()
             sys.stderr.flush()
             comm.Abort(1)

@@ -1,0 +1,80 @@
+"""Bad input: one clear line, a nonzero exit, no traceback, no partial output, bounded time and memory."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from a2a_compiler.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _error(capsys, argv, code=2) -> str:
+    """Run ``a2a ARGV`` in-process; return its one stderr line (asserting the exit status)."""
+    assert main(argv) == code
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    return err.rstrip("\n")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["compile", "ring:4", "--emit", "msccl", "-o", "{tmp}/missing/x.xml"],
+     "a2a compile: error: cannot write {tmp}/missing/x.xml: directory {tmp}/missing does not exist"),
+    (["compile", "ring:4", "--emit", "msccl", "-o", "{tmp}"], "a2a compile: error: cannot write {tmp}: it is a directory"),
+    (["schedule", "ring:4", "-o", "/proc/x.json"],
+     "a2a schedule: error: cannot write /proc/x.json: No such file or directory"),
+    (["solve", "ring:4", "--save", "{tmp}/nowhere/s.npz"],
+     "a2a solve: error: cannot write {tmp}/nowhere/s.npz: directory {tmp}/nowhere does not exist"),
+    (["topo", "ring:4", "--save", "{tmp}"], "a2a topo: error: cannot write {tmp}: it is a directory"),
+    (["demo", "--dir", "{tmp}/file/sub", "--no-run"],
+     "a2a demo: error: --dir {tmp}/file/sub: cannot create the directory: Not a directory"),
+    (["topo", "file:/dev/zero"], "a2a topo: error: cannot read /dev/zero: it is a device; give a regular file"),
+    (["topo", "file:{tmp}/deep.json"], "a2a topo: error: {tmp}/deep.json: JSON nested too deeply"),
+    (["topo", "torus:300x300"],
+     "a2a topo: error: torus:300x300: the hop-distance table would need 60.3 GiB (90000 x 90000), over the 4 GiB "
+     "limit; an all-to-all of 90000 hosts is too large for this machine's tables "
+     "(a2a_compiler.topology.metrics.MAX_TABLE_BYTES)"),
+    (["solve", "torus:100x100"],
+     "a2a solve: error: torus:100x100: the mcf-decomp LP would have about 1.2e+09 nonzeros (10000 commodity group(s) "
+     "x 40000 links), over the limit of 2e+08 (a2a_compiler.solve.MAX_LP_NONZEROS)"),
+    (["solve", "ring:4", "--link-bw", "-25Gbps"], "a2a solve: error: --link-bw: bandwidth must be positive, got '-25Gbps'"),
+    (["solve", "ring:4", "--link-bw", "0Gbps"], "a2a solve: error: --link-bw: bandwidth must be positive, got '0Gbps'"),
+    (["solve", "ring:4", "--link-bw", "1e-12Gbps"],
+     "a2a solve: error: --link-bw: bandwidth '1e-12Gbps' is outside 1 B/s .. 1e+15 B/s (1 PB/s)"),
+    (["solve", "ring:4", "--link-bw", "1e400Gbps"],
+     "a2a solve: error: --link-bw: bandwidth '1e400Gbps' is outside 1 B/s .. 1e+15 B/s (1 PB/s)"),
+    (["solve", "ring:4", "--link-bw", "inf"],
+     "a2a solve: error: --link-bw: cannot parse 'inf'; give a number and a unit, e.g. 25Gbps or 3.125GB/s"),
+    (["solve", "ring:4", "--link-bw", "100Gbps", "--host-bw", "1Kbps"],
+     "a2a solve: error: --host-bw / --link-bw = 1e-08 is outside 1e-6 .. 1e6, where the flow LPs lose precision"),
+])
+def test_one_line_and_exit_2(tmp_path, capsys, argv, message):
+    (tmp_path / "deep.json").write_text('{"a":' * 100_000 + "1" + "}" * 100_000)
+    (tmp_path / "file").write_text("")
+    tmp = str(tmp_path)
+    before = sorted(tmp_path.iterdir())
+    assert _error(capsys, [a.replace("{tmp}", tmp) for a in argv]) == message.replace("{tmp}", tmp)
+    assert sorted(tmp_path.iterdir()) == before  # nothing written, no temporary left behind
+
+
+def test_fifo_topology_neither_blocks_nor_reads(tmp_path, capsys):
+    fifo = tmp_path / "t.fifo"
+    os.mkfifo(fifo)
+    assert _error(capsys, ["topo", f"file:{fifo}"]) == f"a2a topo: error: cannot read {fifo}: it is a FIFO; give a regular file"
+
+
+def test_ctrl_c_is_one_line_and_130():
+    """SIGINT (as a terminal sends it to the process group) mid-solve: one line, status 130."""
+    p = subprocess.Popen([sys.executable, "-m", "a2a_compiler", "compile", "torus:3x3x3", "--link-bw", "25Gbps",
+                          "--host-bw", "100Gbps", "--emit", "oneccl", "--min-fidelity", "0.999", "--max-chunks", "64",
+                          "-o", os.devnull], cwd=REPO, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    time.sleep(1.5)
+    os.killpg(p.pid, signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130
+    assert err.splitlines()[-1] == "a2a compile: interrupted" and "Traceback" not in err
