@@ -128,6 +128,11 @@ def test_errors_are_one_line_and_leave_no_file(tmp_path, capsys, argv, message):
     assert err.count("\n") == 1 and message in err
 
 
+def test_unwritable_output_is_refused_before_routing(tmp_path, capsys):
+    code, out, err = run(capsys, "genkautz:64,4", "--algo", "ilp-disjoint", "-o", str(tmp_path / "no" / "x.xml"))
+    assert code == 2 and out == "" and err.count("\n") == 1 and "does not exist" in err
+
+
 @pytest.fixture(scope="module")
 def gk64():
     t = from_spec("genkautz:64,4")

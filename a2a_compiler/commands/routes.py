@@ -7,7 +7,7 @@ import sys
 
 from ..deadlock import SCHEMES
 from ..errors import A2AError
-from ..files import atomic_write
+from ..files import atomic_write, check_writable
 from ..routes import ENGINES
 from ..routes.patterns import PATTERNS, pattern_congestion
 from .common import add_fabric_args, add_topology_args, fabric_from_args, nonnegative_int, positive_int, \
@@ -177,6 +177,8 @@ def _human(s: dict) -> str:
 def run(args) -> int:
     from ..routes.schedule import route_schedule
 
+    if args.output:
+        check_writable(args.output)           # before any routing
     topology = topology_from_args(args)
     fabric = fabric_from_args(args)
     options = engine_options(args)
