@@ -34,6 +34,13 @@ Run 'a2a COMMAND --help' for each command's options.
 """
 
 
+def command_parser(sub, name: str, help: str, description: str, epilog: str | None = None) -> argparse.ArgumentParser:
+    """The parser of subcommand ``name`` (for a command module's ``register``): one-line ``help``,
+    ``description`` and an ``epilog`` of examples kept as written."""
+    return sub.add_parser(name, help=help, description=description, epilog=epilog,
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The ``a2a`` parser; with ``only``, register just that subcommand.
 

@@ -56,10 +56,12 @@ class CompileResult:
 
     @property
     def text(self) -> str:
+        """The file as text (ASCII XML)."""
         return self.data.decode()
 
     @property
     def method(self) -> str:
+        """The solver method the schedule came from."""
         return self.schedule.method
 
     @property
@@ -69,22 +71,27 @@ class CompileResult:
 
     @property
     def predicted_time(self) -> float:
+        """The program's all-to-all time in link-times (unit shards), as ``a2a verify`` prices it."""
         return self.report.perf.predicted_time
 
     @property
     def lp_time(self) -> float:
+        """Certified optimum of the method's own LP, in link-times (§3)."""
         return self.schedule.lp_time
 
     @property
     def mcf_time(self) -> float | None:
+        """Certified link-MCF optimum of the fabric, in link-times (eqs. 1–5)."""
         return self.schedule.info.get("mcf_time")
 
     @property
     def fidelity(self) -> float:
+        """``lp_time / predicted_time`` (<= 1)."""
         return ratio(self.lp_time, self.predicted_time)
 
     @property
     def mcf_ratio(self) -> float | None:
+        """``mcf_time / predicted_time`` (<= 1)."""
         return None if self.mcf_time is None else ratio(self.mcf_time, self.predicted_time)
 
     def write(self, path) -> Path:

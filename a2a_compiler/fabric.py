@@ -106,13 +106,16 @@ class Fabric:
         return math.inf if self.host_bw is None else self.host_bw / self.link_bw
 
     def to_json_dict(self) -> dict:
+        """``{link_bw, host_bw, forwarding}`` (bytes/s or ``None``)."""
         return {"link_bw": self.link_bw, "host_bw": self.host_bw, "forwarding": self.forwarding}
 
     @classmethod
     def from_json_dict(cls, d: dict) -> "Fabric":
+        """The inverse of :meth:`to_json_dict`."""
         return cls(d.get("link_bw"), d.get("host_bw"), d.get("forwarding", "host"))
 
     def describe(self) -> str:
+        """One line for humans, e.g. ``link 25 Gbit/s, host 100 Gbit/s, host forwarding``."""
         def fmt(v):
             return "unlimited" if v is None else f"{v * 8 / 1e9:g} Gbit/s"
         return f"link {fmt(self.link_bw)}, host {fmt(self.host_bw)}, {self.forwarding} forwarding"

@@ -11,6 +11,7 @@ from a2a_compiler.lower.msccl import lower_msccl
 from a2a_compiler.lower.oneccl import lower_oneccl
 from a2a_compiler.lower.placement import place
 from a2a_compiler.topology.model import Topology
+from a2a_compiler.topology.spec import from_spec
 from a2a_compiler.verify import verify_bytes
 from data.hand_schedules import one_link_many_steps, paths_to_steps, ring_links, ring_schedule
 
@@ -132,7 +133,12 @@ def test_oneccl_broken_files_fail():
 
 
 def test_ring_links_helper_consistent():
-    assert len(ring_links(4)) == 8
+    """The hand-built schedules' ring is exactly the ring:N topology's link set."""
+    assert ring_links(4) == ((0, 1, 1.0), (0, 3, 1.0), (1, 0, 1.0), (1, 2, 1.0),
+                             (2, 1, 1.0), (2, 3, 1.0), (3, 0, 1.0), (3, 2, 1.0))
+    for n in (3, 4, 7):
+        ring = from_spec(f"ring:{n}")
+        assert ring_links(n) == tuple(zip(ring.src.tolist(), ring.dst.tolist(), ring.capacity.tolist()))
 
 
 def test_dropped_dependency_is_caught():

@@ -55,7 +55,7 @@ def test_human_summary(tmp_path, capsys):
 @pytest.mark.parametrize("argv, message", [
     (["hypercube:3", "--steps", "2"], "--steps 2: a hypercube:3 schedule needs at least diameter = 3 steps"),
     (["hypercube:3", "--host-bw", "100Gbps"], "--host-bw needs --link-bw"),
-    (["file:/nonexistent/topo.json"], "nonexistent"),
+    (["file:/nonexistent/topo.json"], "cannot read /nonexistent/topo.json: No such file or directory"),
 ])
 def test_errors_leave_no_file(tmp_path, capsys, argv, message):
     out_file = tmp_path / "x.json"

@@ -25,7 +25,10 @@ def test_disjoint_paths_hypercube_has_degree_many_link_disjoint_paths():
         assert len(used) == len(set(used))
         for p in paths:
             assert p[0] == s and p[-1] == d and len(set(p)) == len(p)
-            assert all(q3.link_index(u, v) >= 0 for u, v in _links(p))
+            assert all(bin(u ^ v).count("1") == 1 for u, v in _links(p))  # every hop flips one bit: a cube link
+        # Saad & Schultz: h = Hamming distance; h paths of length h, 3 - h of length h + 2 (no shorter set exists)
+        h = bin(s ^ d).count("1")
+        assert sorted(len(p) - 1 for p in paths) == [h] * h + [h + 2] * (3 - h)
 
 
 def test_all_shortest_paths_counts():

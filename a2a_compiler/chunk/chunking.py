@@ -335,6 +335,7 @@ def _check_covered(n: int, cands: dict, method: str) -> None:
 
 # ------------------------------------------------------------ choosing C
 def chunk_candidates(max_chunks: int) -> list[int]:
+    """The chunk counts ``C`` :func:`choose_chunks` tries: :data:`CHUNK_CANDIDATES` up to ``max_chunks``, and ``max_chunks`` (§4)."""
     if max_chunks < 1:
         raise A2AError(f"--max-chunks must be >= 1, got {max_chunks}")
     return sorted({c for c in CHUNK_CANDIDATES if c <= max_chunks} | {max_chunks})

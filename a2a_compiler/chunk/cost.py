@@ -62,14 +62,17 @@ class CostModel:
 
     @classmethod
     def from_topology(cls, topology, fabric: Fabric) -> "CostModel":
+        """From a topology's links and capacities."""
         return cls(topology.src, topology.dst, np.asarray(topology.capacity, dtype=float), topology.n_hosts, fabric)
 
     @property
     def n_links(self) -> int:
+        """Number of directed links."""
         return len(self.src)
 
     @property
     def hosts_limited(self) -> bool:
+        """True when the fabric limits host ingress/egress (a host bandwidth is set, §3.2.2)."""
         return self.fabric.host_bw is not None
 
     @property

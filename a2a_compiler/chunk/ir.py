@@ -69,6 +69,8 @@ class Route:
 
 @dataclass(frozen=True, eq=False)
 class LinkSchedule:
+    """Time-stepped, store-and-forward schedule (tsMCF, §3.1.3, §4): per step, the :class:`Transfer` s over real links."""
+
     n_ranks: int
     chunks_per_shard: int
     steps: tuple[tuple[Transfer, ...], ...]
@@ -82,6 +84,8 @@ class LinkSchedule:
 
 @dataclass(frozen=True, eq=False)
 class PathSchedule:
+    """Routed schedule (pMCF §3.1.4 / MCF-extP §3.2.1, §4): every shard's chunks and the :class:`Route` each takes."""
+
     n_ranks: int
     chunks_per_shard: int
     routes: tuple[Route, ...]

@@ -47,7 +47,36 @@ def fraction(text: str) -> float:
 nonnegative_int = int_at_least(0)
 
 
+def add_chunking_args(p: argparse.ArgumentParser) -> None:
+    """pmcf's candidate paths and the chunking options shared by ``schedule`` and ``compile``."""
+    from ..solve.paths import DEFAULT_MAX_PATHS
+
+    g = p.add_argument_group("solving and chunking")
+    g.add_argument("--paths", metavar="SET",
+                   help="pmcf candidate paths: disjoint (default), shortest, ksp:K (as in 'a2a solve')")
+    g.add_argument("--max-paths", type=positive_int, metavar="M",
+                   help=f"pmcf: refuse --paths shortest beyond M shortest paths per pair (default {DEFAULT_MAX_PATHS})")
+    g.add_argument("--max-chunks", type=positive_int, metavar="C",
+                   help="most chunks per shard (default 16); the smallest C in {1,2,3,4,6,8,12,16,...} reaching "
+                        "the fidelity target is used")
+    g.add_argument("--min-fidelity", type=fraction, metavar="F",
+                   help="fidelity target in (0, 1]: the smallest C whose schedule (compile: whose program; for "
+                        "msccl its dataflow time counts) reaches it; none reaching it is an error (default: the "
+                        "smallest C reaching 0.95, else the best)")
+    g.add_argument("--steps", type=positive_int, metavar="L",
+                   help="tsmcf only: number of time steps l_max (>= diameter); default: chosen automatically "
+                        "(diameter, diameter+1, ... while the LP optimum improves)")
+
+
+def add_output_args(p: argparse.ArgumentParser, metavar: str, what: str, fields: str) -> None:
+    """``-o FILE`` (required), ``--json`` (one object with ``fields`` instead of the summary), ``-q``."""
+    p.add_argument("-o", "--output", required=True, metavar=metavar, help=f"where to write {what}")
+    p.add_argument("--json", action="store_true", help=f"print one JSON object ({fields}) instead of the summary")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+
+
 def add_topology_args(p: argparse.ArgumentParser, positional: bool = True) -> None:
+    """The topology SPEC (positional unless ``positional`` is False) and the puncturing options."""
     if positional:
         p.add_argument("spec", metavar="SPEC", help=SPEC_HELP)
     g = p.add_argument_group("puncturing (failures)")
@@ -57,6 +86,7 @@ def add_topology_args(p: argparse.ArgumentParser, positional: bool = True) -> No
 
 
 def add_fabric_args(p: argparse.ArgumentParser) -> None:
+    """``--link-bw``, ``--host-bw`` and ``--forwarding`` (the fabric of §2.1, §3.2.2)."""
     g = p.add_argument_group("fabric")
     g.add_argument("--link-bw", metavar="BW", help="link bandwidth b per direction, e.g. 25Gbps or 3.125GB/s")
     g.add_argument("--host-bw", metavar="BW",
@@ -67,6 +97,7 @@ def add_fabric_args(p: argparse.ArgumentParser) -> None:
 
 
 def topology_from_args(args) -> Topology:
+    """The topology of ``args.spec``, punctured as the options ask."""
     topo = from_spec(args.spec)
     if args.remove_links or args.remove_nodes:
         from ..topology.puncture import puncture
@@ -77,6 +108,7 @@ def topology_from_args(args) -> Topology:
 
 
 def fabric_from_args(args) -> Fabric:
+    """The :class:`~a2a_compiler.fabric.Fabric` of the fabric options."""
     return Fabric(
         link_bw=None if args.link_bw is None else parse_bandwidth(args.link_bw, "--link-bw"),
         host_bw=None if args.host_bw is None else parse_bandwidth(args.host_bw, "--host-bw"),
@@ -85,6 +117,7 @@ def fabric_from_args(args) -> Fabric:
 
 
 def print_json(obj) -> None:
+    """``obj`` as indented JSON on stdout."""
     json.dump(obj, sys.stdout, indent=1, sort_keys=False)
     sys.stdout.write("\n")
 

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import argparse
-
+from ..cli import command_parser
 from ..compiler import EMITS
 from ..errors import A2AError
-from ..solve.paths import DEFAULT_MAX_PATHS
-from .common import SPEC_HELP, add_fabric_args, add_topology_args, fraction, nonnegative_int, positive_int, \
-    print_json, progress
+from .common import SPEC_HELP, add_chunking_args, add_fabric_args, add_output_args, add_topology_args, \
+    nonnegative_int, positive_int, print_json, progress
 
 EPILOG = """\
 formats and the methods that feed them (docs/formats.md):
@@ -40,13 +38,22 @@ examples:
 
 
 
+#: MSCCL lowering options: flag, type, metavar, help.
+MSCCL_FLAGS = [
+    ("--channels", positive_int, "K", "channels each link's chunks are spread over (default: the fewest, up to 8, "
+                                      "that keep every thread block within the executor's 64 steps)"),
+    ("--instances", positive_int, "I", "run I copies of the schedule, each on 1/I of every chunk and its own "
+                                       "channels (nchannels = K*I; default 1)"),
+    ("--min-bytes", nonnegative_int, "B", "smallest message (bytes) the algorithm is selected for (default 0)"),
+    ("--max-bytes", nonnegative_int, "B", "largest message (bytes) it is selected for; 0 = no limit (default)"),
+]
+
+
 def register(sub) -> None:
-    p = sub.add_parser(
-        "compile", help="solve, chunk and lower a schedule to MSCCL / oneCCL-style / MPI path XML",
-        description="Run solve -> chunk -> lower in one go (or lower a saved schedule IR with --from-ir), "
-                    "verify the program and write it atomically.",
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    """Add ``a2a compile`` to the subcommands."""
+    p = command_parser(sub, "compile", "solve, chunk and lower a schedule to MSCCL / oneCCL-style / MPI path XML",
+                       "Run solve -> chunk -> lower in one go (or lower a saved schedule IR with --from-ir), "
+                       "verify the program and write it atomically.", EPILOG)
     p.add_argument("spec", metavar="SPEC", nargs="?", help=f"{SPEC_HELP} (omit with --from-ir)")
     p.add_argument("--from-ir", metavar="FILE.json", help="lower this schedule IR (from 'a2a schedule') "
                                                           "instead of solving SPEC")
@@ -56,39 +63,14 @@ def register(sub) -> None:
                    help="solver: tsmcf for --emit msccl/oneccl (default), mcf-extp (default) or pmcf for --emit mpi")
     add_topology_args(p, positional=False)
     add_fabric_args(p)
-    g = p.add_argument_group("solving and chunking")
-    g.add_argument("--paths", metavar="SET",
-                   help="pmcf candidate paths: disjoint (default), shortest, ksp:K (as in 'a2a solve')")
-    g.add_argument("--max-paths", type=positive_int, metavar="M",
-                   help=f"pmcf: refuse --paths shortest beyond M shortest paths per pair (default {DEFAULT_MAX_PATHS})")
-    g.add_argument("--max-chunks", type=positive_int, metavar="C",
-                   help="most chunks per shard (default 16); the smallest C in {1,2,3,4,6,8,12,16,...} reaching "
-                        "the fidelity target is used")
-    g.add_argument("--min-fidelity", type=fraction, metavar="F",
-                   help="fidelity target in (0, 1]: the smallest C whose program reaches it (for msccl the "
-                        "lowered program's dataflow time counts); none reaching it is an error (default: the "
-                        "smallest C reaching 0.95, else the best)")
-    g.add_argument("--steps", type=positive_int, metavar="L",
-                   help="tsmcf only: number of time steps (default: chosen automatically)")
+    add_chunking_args(p)
     m = p.add_argument_group("MSCCL options (--emit msccl)")
-    m.add_argument("--channels", type=positive_int, metavar="K",
-                   help="channels each link's chunks are spread over (default: the fewest, up to 8, that keep "
-                        "every thread block within the executor's 64 steps)")
-    m.add_argument("--instances", type=positive_int, metavar="I",
-                   help="run I copies of the schedule, each on 1/I of every chunk and its own channels "
-                        "(nchannels = K*I; default 1)")
-    m.add_argument("--proto", choices=("Simple", "LL", "LL128"),
-                   help="NCCL protocol the executor uses (default Simple)")
-    m.add_argument("--min-bytes", type=nonnegative_int, metavar="B",
-                   help="smallest message (bytes) the algorithm is selected for (default 0)")
-    m.add_argument("--max-bytes", type=nonnegative_int, metavar="B",
-                   help="largest message (bytes) it is selected for; 0 = no limit (default)")
+    for flag, kind, metavar, text in MSCCL_FLAGS:
+        m.add_argument(flag, type=kind, metavar=metavar, help=text)
+    m.add_argument("--proto", choices=("Simple", "LL", "LL128"), help="NCCL protocol the executor uses (default Simple)")
     p.add_argument("--name", help="algorithm name written into the file (default SPEC-METHOD)")
-    p.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write the XML")
-    p.add_argument("--json", action="store_true",
-                   help="print one JSON object (format, method, ranks, chunks_per_shard, lp_time, mcf_time, "
-                        "predicted_time, fidelity, mcf_ratio, output, ...) instead of the summary")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    add_output_args(p, "FILE", "the XML", "format, method, ranks, chunks_per_shard, lp_time, mcf_time, "
+                                          "predicted_time, fidelity, mcf_ratio, output, ...")
     p.set_defaults(func=run)
 
 
@@ -99,6 +81,7 @@ OPTIONS = ("method", "link_bw", "host_bw", "forwarding", "remove_links", "remove
 
 
 def run(args) -> int:
+    """``a2a compile``: :func:`a2a_compiler.compile`, write the file, print the summary."""
     from ..chunk import load_schedule
     from ..compiler import compile
     from ..files import check_writable

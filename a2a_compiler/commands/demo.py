@@ -8,13 +8,13 @@ and a timing comparison against native ``MPI_Alltoall``.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+from ..cli import command_parser
 from ..errors import A2AError
 from .common import progress
 
@@ -39,11 +39,10 @@ is what the run proves.
 
 
 def register(sub) -> None:
-    p = sub.add_parser(
-        "demo", help="compile torus:3x3x3, verify it and run it on local MPI ranks",
-        description="Run the whole pipeline on an embedded default: compile, verify, execute on local MPI ranks.",
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    """Add ``a2a demo`` to the subcommands."""
+    p = command_parser(sub, "demo", "compile torus:3x3x3, verify it and run it on local MPI ranks",
+                       "Run the whole pipeline on an embedded default: compile, verify, execute on local MPI ranks.",
+                       EPILOG)
     p.add_argument("--spec", default=DEFAULT_SPEC, help=f"topology (default {DEFAULT_SPEC})")
     p.add_argument("--dir", default="a2a-demo", metavar="DIR", help="where to write the files (default ./a2a-demo)")
     p.add_argument("-b", "--minbytes", default="1K", metavar="SIZE", help="smallest per-peer shard size (default 1K)")
@@ -78,6 +77,7 @@ def _a2a(argv: list[str]) -> None:
 
 
 def run(args) -> int:
+    """``a2a demo``: schedule, lower, verify and run the §5.2 torus end to end."""
     from ..chunk import build_schedule, save_schedule
     from ..fabric import Fabric, parse_bandwidth
     from ..topology import from_spec

@@ -5,14 +5,14 @@ Thin wrapper over :mod:`runtimes.mpi.cli`, which ``python -m runtimes.mpi`` uses
 
 from __future__ import annotations
 
-import argparse
-
 from runtimes.mpi.cli import DESCRIPTION, EPILOG, add_arguments, main, quiet_errors
+
+from ..cli import command_parser
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser(
-        "run", help="execute a schedule under mpiexec: byte-exact check, timing vs MPI_Alltoall",
-        description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    """Add ``a2a run`` (:mod:`runtimes.mpi.cli`) to the subcommands."""
+    p = command_parser(subparsers, "run", "execute a schedule under mpiexec: byte-exact check, timing vs MPI_Alltoall",
+                       DESCRIPTION, EPILOG)
     add_arguments(quiet_errors(p))
     p.set_defaults(func=lambda args: main(args, "a2a run"))

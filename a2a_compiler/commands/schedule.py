@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
-
+from ..cli import command_parser
 from ..chunk import SCHEDULE_METHODS, build_schedule, predicted_time, save_schedule
 from ..chunk.cost import ratio
 from ..chunk.ir import LinkSchedule, Schedule
 from ..errors import A2AError
-from ..solve.paths import DEFAULT_MAX_PATHS
-from .common import add_fabric_args, add_topology_args, fabric_from_args, fraction, positive_int, print_json, \
-    progress, topology_from_args
+from .common import add_chunking_args, add_fabric_args, add_output_args, add_topology_args, fabric_from_args, \
+    print_json, progress, topology_from_args
 
 EPILOG = """\
 methods:
@@ -64,6 +62,7 @@ def _human(s: dict) -> str:
 
 
 def run(args) -> int:
+    """``a2a schedule``: :func:`a2a_compiler.chunk.build_schedule`, write the IR, print the summary."""
     from ..files import check_writable
 
     check_writable(args.output)
@@ -73,7 +72,8 @@ def run(args) -> int:
         raise A2AError(f"--paths and --max-paths choose pmcf's candidate paths, not {args.method}'s")
     options = {k: v for k, v in (("paths", args.paths), ("max_paths", args.max_paths)) if v}
     schedule = build_schedule(
-        topology, fabric, args.method, max_chunks=args.max_chunks, min_fidelity=args.min_fidelity, steps=args.steps,
+        topology, fabric, args.method, max_chunks=args.max_chunks or 16, min_fidelity=args.min_fidelity,
+        steps=args.steps,
         solve_options=options, progress=None if args.quiet else progress,
     )
     save_schedule(schedule, args.output)
@@ -87,33 +87,16 @@ def run(args) -> int:
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser(
-        "schedule", help="solve, chunk and write a schedule (IR JSON)",
-        description="Solve SPEC with METHOD, split every shard into equal chunks, assign chunks to "
-                    "time-stepped links (tsmcf) or routes (mcf-extp, pmcf), and write the schedule IR "
-                    "(docs/formats.md, 'Schedule IR JSON').",
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    """Add ``a2a schedule`` to the subcommands."""
+    p = command_parser(subparsers, "schedule", "solve, chunk and write a schedule (IR JSON)",
+                       "Solve SPEC with METHOD, split every shard into equal chunks, assign chunks to "
+                       "time-stepped links (tsmcf) or routes (mcf-extp, pmcf), and write the schedule IR "
+                       "(docs/formats.md, 'Schedule IR JSON').", EPILOG)
     add_topology_args(p)
     p.add_argument("--method", choices=sorted(SCHEDULE_METHODS), default="tsmcf",
                    help="solver whose flows are chunked (default tsmcf)")
-    p.add_argument("--paths", metavar="SET",
-                   help="pmcf candidate paths: disjoint (default), shortest, ksp:K (as in 'a2a solve')")
-    p.add_argument("--max-paths", type=positive_int, metavar="M",
-                   help=f"pmcf: refuse --paths shortest beyond M shortest paths per pair (default {DEFAULT_MAX_PATHS})")
-    p.add_argument("--max-chunks", type=positive_int, default=16, metavar="C",
-                   help="most chunks per shard; the smallest C in {1,2,3,4,6,8,12,16,...} <= this reaching "
-                        "the fidelity target is used (default 16)")
-    p.add_argument("--min-fidelity", type=fraction, metavar="F",
-                   help="fidelity target in (0, 1]; no C reaching it is an error (default: the smallest C "
-                        "reaching 0.95, else the best)")
-    p.add_argument("--steps", type=positive_int, metavar="L",
-                   help="tsmcf only: number of time steps l_max (>= diameter); default: chosen automatically "
-                        "(diameter, diameter+1, ... while the LP optimum improves)")
+    add_chunking_args(p)
     add_fabric_args(p)
-    p.add_argument("-o", "--output", required=True, metavar="FILE.json", help="where to write the schedule IR")
-    p.add_argument("--json", action="store_true",
-                   help="print one JSON object (method, steps, chunks_per_shard, predicted_time, lp_time, "
-                        "fidelity, ...) instead of the summary")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    add_output_args(p, "FILE.json", "the schedule IR", "method, steps, chunks_per_shard, predicted_time, lp_time, "
+                                                       "fidelity, mcf_time, mcf_ratio, ...")
     p.set_defaults(func=run)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import argparse
 import threading
 import time
 
+from ..cli import command_parser
 from ..errors import A2AError
 from ..solve import METHODS, solve
 from ..solve.lp import SOLVERS
@@ -42,11 +42,9 @@ examples:
 
 
 def register(sub) -> None:
-    p = sub.add_parser(
-        "solve", help="optimal concurrent flow (MCF LPs) with a certified upper bound",
-        description="Solve the all-to-all maximum concurrent multicommodity flow on a topology.",
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    """Add ``a2a solve`` to the subcommands."""
+    p = command_parser(sub, "solve", "optimal concurrent flow (MCF LPs) with a certified upper bound",
+                       "Solve the all-to-all maximum concurrent multicommodity flow on a topology.", EPILOG)
     add_topology_args(p)
     add_fabric_args(p)
     g = p.add_argument_group("solver")
@@ -134,16 +132,19 @@ class DelayedProgress:
                 self.pending = msg
 
     def flush(self) -> None:
+        """Print the held message, if any."""
         with self.lock:
             if self.pending:
                 progress(self.pending)
                 self.pending = None
 
     def close(self) -> None:
+        """Stop the timer (the solve is over)."""
         self.timer.cancel()
 
 
 def run(args) -> int:
+    """``a2a solve``: :func:`a2a_compiler.solve.solve`, optionally save, print the summary."""
     from ..files import check_writable
 
     if args.save:

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import argparse
-
+from ..cli import command_parser
 from ..topology.metrics import distance_bound, distance_stats, require_connected, thm1_lower_bound
 from ..topology.model import Topology
 from .common import add_topology_args, print_json, topology_from_args
@@ -54,6 +53,7 @@ def _human(s: dict) -> str:
 
 
 def run(args) -> int:
+    """``a2a topo``: build, summarise, optionally save the topology."""
     from ..files import check_writable
 
     if args.save:
@@ -72,11 +72,10 @@ def run(args) -> int:
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser(
-        "topo", help="build a topology and print its size, distances and bounds",
-        description="Build the topology SPEC (optionally punctured), print a summary, optionally save it as JSON.",
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    """Add ``a2a topo`` to the subcommands."""
+    p = command_parser(subparsers, "topo", "build a topology and print its size, distances and bounds",
+                       "Build the topology SPEC (optionally punctured), print a summary, optionally save it as JSON.",
+                       EPILOG)
     add_topology_args(p)
     p.add_argument("--json", action="store_true",
                    help="print one JSON object (spec, hosts, switches, links, degree_min, degree_max, diameter, "

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import argparse
-
+from ..cli import command_parser
 from ..errors import A2AError
-from .common import SPEC_HELP, add_fabric_args, add_topology_args, fabric_from_args, print_json, topology_from_args
+from .common import SPEC_HELP, add_fabric_args, add_topology_args, fabric_from_args, print_json, \
+    topology_from_args
 
 HELP = "check an MSCCL / oneCCL-style / MPI path XML schedule (rules, data movement, deadlock, topology, time)"
 
@@ -40,8 +40,8 @@ exit status: 0 all checks pass, 1 the schedule is invalid, 2 the file is unreada
 
 
 def register(sub) -> None:
-    p = sub.add_parser("verify", help=HELP, description=DESCRIPTION,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    """Add ``a2a verify`` to the subcommands."""
+    p = command_parser(sub, "verify", HELP, DESCRIPTION)
     p.add_argument("file", metavar="FILE", help="schedule XML (MSCCL, oneCCL-style or MPI path)")
     p.add_argument("--topology", metavar="SPEC", dest="spec",
                    help=f"check transfers against this topology and compare with its LP optimum; {SPEC_HELP}")
@@ -63,6 +63,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    """``a2a verify``: :func:`a2a_compiler.verify.verify_file`, print the report; 0 valid, 1 invalid, 2 unreadable."""
     from ..verify import CHECKS, verify_file
 
     try:

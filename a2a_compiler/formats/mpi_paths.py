@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import FormatError
-from .xmlutil import (MAX_BUFFER_CHUNKS, attr_int, attr_ints, attr_lp_time, attr_str, children, element, expect_root,
-                      parse_xml, serialize, where)
+from .xmlutil import (MAX_BUFFER_CHUNKS, alltoall_root, attr_int, attr_ints, attr_lp_time, attr_str, children,
+                      element, expect_root, rank_elements, reader, serialize, where)
 
 ROOT = "mpi_paths"
 
@@ -55,11 +55,6 @@ class MpiPathProgram:
 # ------------------------------------------------------------------ reading
 
 
-def parse_mpi_paths(data: bytes, source: str = "<mpi_paths>") -> MpiPathProgram:
-    """Parse MPI path schedule XML bytes (hardened parser) into an :class:`MpiPathProgram`."""
-    return mpi_paths_from_element(parse_xml(data, source), source)
-
-
 def mpi_paths_from_element(root, source: str) -> MpiPathProgram:
     """Build the program from a parsed ``<mpi_paths>`` element (ranks in id order)."""
     expect_root(root, ROOT, source)
@@ -76,8 +71,7 @@ def mpi_paths_from_element(root, source: str) -> MpiPathProgram:
     if ncl > MAX_BUFFER_CHUNKS:
         raise FormatError(f"{where(root, source)} nchunksperloop={ncl} exceeds the limit of {MAX_BUFFER_CHUNKS}")
     sends = []
-    rank_els = children(root, "rank", source)
-    for i, r in enumerate(rank_els):
+    for i, r in enumerate(rank_elements(root, nranks, source)):
         rid = attr_int(r, "id", source)
         if rid != i:
             raise FormatError(f"{where(r, source)} id={rid}, expected {i} (ranks in id order)")
@@ -96,10 +90,11 @@ def mpi_paths_from_element(root, source: str) -> MpiPathProgram:
                 chunks=attr_ints(s, "chunks", source),
                 vcs=vcs,
             ))
-    if len(rank_els) != nranks:
-        raise FormatError(f"{source}: {len(rank_els)} <rank> elements, nranks={nranks}")
     return MpiPathProgram(attr_str(root, "name", source, ""), nranks, nnodes, cps, tuple(sends),
                           attr_lp_time(root, source))
+
+
+parse_mpi_paths = reader(mpi_paths_from_element, "mpi_paths")
 
 
 # ------------------------------------------------------------------ writing
@@ -108,10 +103,8 @@ def mpi_paths_from_element(root, source: str) -> MpiPathProgram:
 def mpi_paths_to_xml(program: MpiPathProgram) -> bytes:
     """Serialise ``program`` per docs/formats.md; sends are grouped by source rank, in program order."""
     p = program
-    root = element(None, ROOT, [
-        ("name", p.name), ("coll", "alltoall"), ("nranks", p.nranks), ("nnodes", p.nnodes),
-        ("chunks_per_shard", p.chunks_per_shard), ("nchunksperloop", p.nranks * p.chunks_per_shard),
-    ] + ([("lp_time", repr(float(p.lp_time)))] if p.lp_time is not None else []))
+    root = alltoall_root(ROOT, p, [("nranks", p.nranks), ("nnodes", p.nnodes), ("chunks_per_shard", p.chunks_per_shard),
+                                   ("nchunksperloop", p.nranks * p.chunks_per_shard)])
     rank_els = [element(root, "rank", [("id", r)]) for r in range(p.nranks)]
     for s in p.sends:
         if not 0 <= s.src < p.nranks:

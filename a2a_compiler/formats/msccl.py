@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .xmlutil import attr_int, attr_str, children, element, expect_root, parse_xml, serialize
+from .xmlutil import attr_int, attr_str, children, element, expect_root, reader, serialize
 
 ROOT = "algo"
 #: ``<algo>`` attributes in the executor's (and msccl-tools') order.
@@ -85,11 +85,6 @@ class MscclProgram:
 # ------------------------------------------------------------------ reading
 
 
-def parse_msccl(data: bytes, source: str = "<msccl>") -> MscclProgram:
-    """Parse MSCCL XML bytes (hardened parser) into an :class:`MscclProgram`."""
-    return msccl_from_element(parse_xml(data, source), source)
-
-
 def msccl_from_element(root, source: str) -> MscclProgram:
     """Build the program from a parsed ``<algo>`` element.
 
@@ -149,6 +144,9 @@ def msccl_from_element(root, source: str) -> MscclProgram:
         max_bytes=attr_int(root, "maxBytes", source, 0),
         gpus=tuple(gpus),
     )
+
+
+parse_msccl = reader(msccl_from_element, "msccl")
 
 
 # ------------------------------------------------------------------ writing

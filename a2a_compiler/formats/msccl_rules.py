@@ -130,31 +130,24 @@ def check_attributes(root) -> list[str]:
                       f"(msccl-tools 2.3 omits them): add "
                       + " ".join(f'{a}="{MSCCL_TOOLS_OMITS[a]}"' for a in missing) + " to <algo>")
     need(root, [a for a in ALGO_ATTRS if a not in MSCCL_TOOLS_OMITS], "algo")
-    for g in root:
-        if not isinstance(g.tag, str):
-            continue
-        if g.tag != "gpu":
-            errors.append(f"line {g.sourceline}: unexpected element <{g.tag}> inside <algo>")
-            continue
+
+    def elements(parent, tag, where):
+        """``parent``'s ``<tag>`` children; any other element is reported."""
+        for el in parent:
+            if isinstance(el.tag, str):
+                if el.tag == tag:
+                    yield el
+                else:
+                    errors.append(f"{where}line {el.sourceline}: unexpected element <{el.tag}> inside <{parent.tag}>")
+
+    for g in elements(root, "gpu", ""):
         gw = f"gpu {g.get('id', '?')}"
         need(g, GPU_ATTRS, gw)
-        for t in g:
-            if not isinstance(t.tag, str):
-                continue
-            if t.tag != "tb":
-                errors.append(f"{gw} line {t.sourceline}: unexpected element <{t.tag}> inside <gpu>")
-                continue
+        for t in elements(g, "tb", f"{gw} "):
             tw = f"{gw} tb {t.get('id', '?')}"
             need(t, TB_ATTRS, tw)
-            pos = 0
-            for s in t:
-                if not isinstance(s.tag, str):
-                    continue
-                if s.tag != "step":
-                    errors.append(f"{tw} line {s.sourceline}: unexpected element <{s.tag}> inside <tb>")
-                    continue
-                need(s, STEP_ATTRS, f"{tw} step {s.get('s', pos)}")
-                pos += 1
+            for pos, st in enumerate(elements(t, "step", f"{tw} ")):
+                need(st, STEP_ATTRS, f"{tw} step {st.get('s', pos)}")
     return errors
 
 
@@ -171,10 +164,12 @@ class Findings:
     sound: bool = True
 
     def error(self, msg: str, structural: bool = False) -> None:
+        """Record a broken rule; ``structural`` when the program cannot be simulated or run with it."""
         self.errors.append(msg)
         self.sound &= not structural
 
     def warn(self, msg: str) -> None:
+        """Record something the executor accepts but other tools or NCCL may not."""
         self.warnings.append(msg)
 
 

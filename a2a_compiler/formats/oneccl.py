@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import FormatError
-from .xmlutil import (MAX_BUFFER_CHUNKS, attr_int, attr_lp_time, attr_str, children, element, expect_root, parse_xml,
-                      serialize, where)
+from .xmlutil import (MAX_BUFFER_CHUNKS, alltoall_root, attr_int, attr_lp_time, attr_str, element, expect_root,
+                      rank_elements, reader, serialize, where)
 
 ROOT = "oneccl_algo"
 OP_KINDS = ("copy", "send", "recv")
@@ -64,11 +64,6 @@ class OnecclProgram:
 # ------------------------------------------------------------------ reading
 
 
-def parse_oneccl(data: bytes, source: str = "<oneccl>") -> OnecclProgram:
-    """Parse oneCCL-style XML bytes (hardened parser) into an :class:`OnecclProgram`."""
-    return oneccl_from_element(parse_xml(data, source), source)
-
-
 def _op(el, source: str) -> OnecclOp:
     kind = el.tag
     cnt = attr_int(el, "cnt", source, 1)
@@ -103,7 +98,7 @@ def oneccl_from_element(root, source: str) -> OnecclProgram:
     if ncl > MAX_BUFFER_CHUNKS:
         raise FormatError(f"{where(root, source)} nchunksperloop={ncl} exceeds the limit of {MAX_BUFFER_CHUNKS}")
     ranks = []
-    for r in children(root, "rank", source):
+    for r in rank_elements(root, nranks, source):
         rid = attr_int(r, "id", source)
         if rid != len(ranks):
             raise FormatError(f"{where(r, source)} id={rid}, expected {len(ranks)} (ranks in id order)")
@@ -143,10 +138,11 @@ def oneccl_from_element(root, source: str) -> OnecclProgram:
             raise FormatError(f"{where(r, source)} s_chunks={s_chunks} exceeds the limit of {MAX_BUFFER_CHUNKS}")
         ranks.append(OnecclRank(rid, attr_int(r, "i_chunks", source), attr_int(r, "o_chunks", source),
                                 s_chunks, tuple(steps)))
-    if len(ranks) != nranks:
-        raise FormatError(f"{source}: {len(ranks)} <rank> elements, nranks={nranks}")
     return OnecclProgram(attr_str(root, "name", source, ""), nranks, cps, nsteps, tuple(ranks),
                          attr_lp_time(root, source))
+
+
+parse_oneccl = reader(oneccl_from_element, "oneccl")
 
 
 # ------------------------------------------------------------------ writing
@@ -155,11 +151,8 @@ def oneccl_from_element(root, source: str) -> OnecclProgram:
 def oneccl_to_xml(program: OnecclProgram) -> bytes:
     """Serialise ``program`` per docs/formats.md (deterministic bytes)."""
     p = program
-    root = element(None, ROOT, [
-        ("name", p.name), ("coll", "alltoall"), ("nranks", p.nranks),
-        ("chunks_per_shard", p.chunks_per_shard), ("nchunksperloop", p.nranks * p.chunks_per_shard),
-        ("nsteps", p.nsteps),
-    ] + ([("lp_time", repr(float(p.lp_time)))] if p.lp_time is not None else []))
+    root = alltoall_root(ROOT, p, [("nranks", p.nranks), ("chunks_per_shard", p.chunks_per_shard),
+                                   ("nchunksperloop", p.nranks * p.chunks_per_shard), ("nsteps", p.nsteps)])
     for r in p.ranks:
         re_ = element(root, "rank", [("id", r.id), ("i_chunks", r.i_chunks),
                                      ("o_chunks", r.o_chunks), ("s_chunks", r.s_chunks)])

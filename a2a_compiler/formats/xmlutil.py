@@ -49,6 +49,15 @@ def parse_xml(data: bytes, source: str = "<xml>") -> etree._Element:
     return root
 
 
+def reader(from_element, what: str):
+    """A format's ``parse(data, source)``: :func:`parse_xml` (hardened), then ``from_element``."""
+    def parse(data: bytes, source: str = f"<{what}>"):
+        return from_element(parse_xml(data, source), source)
+
+    parse.__doc__ = f"Parse {what} XML bytes (hardened parser) into its program; errors name ``source``."
+    return parse
+
+
 def where(el, source: str) -> str:
     """``source: line N: <tag>``, the location prefix of every reader error."""
     return f"{source}: line {el.sourceline}: <{el.tag}>"
@@ -57,20 +66,16 @@ def where(el, source: str) -> str:
 def attr_str(el, name: str, source: str, default: str | None = None) -> str:
     """Attribute ``name`` of ``el``; missing and no ``default`` raises :class:`FormatError`."""
     v = el.get(name)
-    if v is None:
-        if default is None:
-            raise FormatError(f"{where(el, source)} is missing attribute {name!r}")
-        return default
-    return v
+    if v is None and default is None:
+        raise FormatError(f"{where(el, source)} is missing attribute {name!r}")
+    return default if v is None else v
 
 
 def attr_int(el, name: str, source: str, default: int | None = None) -> int:
     """Integer attribute ``name`` (decimal, within :data:`MAX_INT`); see :func:`attr_str`."""
-    v = el.get(name)
-    if v is None:
-        if default is None:
-            raise FormatError(f"{where(el, source)} is missing attribute {name!r}")
+    if default is not None and el.get(name) is None:
         return default
+    v = attr_str(el, name, source)
     try:
         x = int(v.strip(), 10)
     except ValueError:
@@ -119,6 +124,14 @@ def children(el, tag: str, source: str, allowed: tuple[str, ...] = ()) -> list:
     return out
 
 
+def rank_elements(root, nranks: int, source: str) -> list:
+    """The ``<rank>`` children of a oneCCL-style or MPI path root: exactly ``nranks`` of them."""
+    ranks = children(root, "rank", source)
+    if len(ranks) != nranks:
+        raise FormatError(f"{source}: {len(ranks)} <rank> elements, nranks={nranks}")
+    return ranks
+
+
 def expect_root(root, tag: str, source: str) -> None:
     """Refuse a document whose root element is not ``<tag>``."""
     if root.tag != tag:
@@ -131,6 +144,12 @@ def element(parent, tag: str, attrs: list[tuple[str, object]]):
     for k, v in attrs:
         el.set(k, str(v))
     return el
+
+
+def alltoall_root(tag: str, program, attrs: list[tuple[str, object]]):
+    """The root ``<tag name coll="alltoall" ATTRS [lp_time]>`` of a oneCCL-style or MPI path file."""
+    lp = [("lp_time", repr(float(program.lp_time)))] if program.lp_time is not None else []
+    return element(None, tag, [("name", program.name), ("coll", "alltoall"), *attrs, *lp])
 
 
 def serialize(root) -> bytes:

@@ -59,6 +59,8 @@ class Copy:
 
 @dataclass(frozen=True)
 class Placement:
+    """Where every chunk move of a link schedule reads and writes, per rank (§4): the runs, the self copies, scratch per rank."""
+
     n_ranks: int
     chunks_per_shard: int  # C·I, the chunks per shard of the lowered program
     lanes: int             # K·I

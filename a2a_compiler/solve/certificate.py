@@ -37,6 +37,7 @@ class Routing:
 
     @classmethod
     def concat(cls, parts) -> "Routing":
+        """The paths of several routings, in order."""
         parts = list(parts)
         if not parts:
             return cls(np.zeros(0, np.int64), np.zeros(0), np.zeros(1, np.int64), np.zeros(0, np.int64))
@@ -50,6 +51,7 @@ class Routing:
 
     @property
     def n_paths(self) -> int:
+        """Number of paths."""
         return len(self.weight)
 
     def select(self, idx, weight=None) -> "Routing":

@@ -91,6 +91,7 @@ class FlowSolution:
 
     @property
     def solve_seconds(self) -> float:
+        """Total solve time (the sum of :attr:`timings`)."""
         return float(sum(self.timings.values()))
 
     def throughput_bound(self) -> float | None:
@@ -159,6 +160,7 @@ class FlowSolution:
 
     @classmethod
     def load(cls, path) -> "FlowSolution":
+        """Read a file written by :meth:`save`; anything else raises :class:`FormatError`."""
         try:
             with np.load(path, allow_pickle=False) as z:
                 arrays = {k: z[k] for k in z.files}

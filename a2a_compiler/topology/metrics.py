@@ -76,6 +76,7 @@ class DistanceStats:
 
     @property
     def mean(self) -> float:
+        """Mean hop distance over ordered host pairs."""
         return self.total / self.pairs if self.pairs else 0.0
 
 

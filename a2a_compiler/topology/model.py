@@ -121,16 +121,20 @@ class Topology:
     # ------------------------------------------------------------- properties
     @property
     def n_nodes(self) -> int:
+        """Hosts plus switches."""
         return self.n_hosts + self.n_switches
 
     @property
     def n_links(self) -> int:
+        """Number of directed links."""
         return len(self.src)
 
     def out_degree(self) -> np.ndarray:
+        """Links leaving each node."""
         return np.bincount(self.src, minlength=self.n_nodes)
 
     def in_degree(self) -> np.ndarray:
+        """Links entering each node."""
         return np.bincount(self.dst, minlength=self.n_nodes)
 
     @cached_property
@@ -180,6 +184,7 @@ class Topology:
         return (a != a.T).nnz == 0
 
     def to_networkx(self) -> nx.DiGraph:
+        """A ``networkx.DiGraph`` with ``capacity`` on edges and ``host`` on nodes."""
         g = nx.DiGraph(spec=self.spec, notes=self.notes)
         for i, name in enumerate(self.names):
             attrs = {"name": name, "host": i < self.n_hosts}
@@ -216,6 +221,7 @@ class Topology:
         )
 
     def to_json_dict(self) -> dict:
+        """The JSON topology format (docs/formats.md)."""
         d = {
             "format": JSON_FORMAT,
             "version": JSON_VERSION,
@@ -233,6 +239,7 @@ class Topology:
 
     @classmethod
     def from_json_dict(cls, d: dict, source: str = "<json>") -> "Topology":
+        """Build from the JSON topology format; problems raise :class:`FormatError` naming ``source``."""
         if not isinstance(d, dict) or d.get("format") != JSON_FORMAT:
             raise FormatError(f"{source}: not an {JSON_FORMAT} file (missing \"format\": \"{JSON_FORMAT}\")")
         try:

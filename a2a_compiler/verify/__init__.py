@@ -37,6 +37,8 @@ MAX_SIMULATED_CHUNKS = 1 << 24
 
 @dataclass
 class Report:
+    """What :func:`verify_bytes` found: errors per check, skipped checks, warnings, and the predicted time."""
+
     source: str
     format: str
     ranks: int
@@ -52,6 +54,7 @@ class Report:
 
     @property
     def valid(self) -> bool:
+        """True when no check found an error."""
         return not any(self.errors.values())
 
     @property
@@ -68,9 +71,11 @@ class Report:
         return None if p is None or not self.file_lp_time else ratio(self.file_lp_time, p.predicted_time)
 
     def messages(self) -> list[str]:
+        """Every error as ``check: message``."""
         return [f"{check}: {m}" for check in CHECKS for m in self.errors[check]]
 
     def to_json(self) -> dict:
+        """The ``a2a verify --json`` object."""
         p = self.perf
         return {
             "valid": self.valid,
@@ -149,9 +154,8 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
         steps = sum(len(t.steps) for g in program.gpus for t in g.tbs)
         report.summary = (f"{program.ngpus} gpus, {report.chunks_per_shard} chunk(s) per peer, "
                           f"{program.nchannels} channel(s), {tbs} thread blocks, {steps} steps, proto {program.proto}")
-        size = sum(g.i_chunks + g.o_chunks + g.s_chunks for g in program.gpus)
-        if sound and size > MAX_SIMULATED_CHUNKS:
-            report.errors["data movement"].append(_too_big(size))
+        if sound and _too_big(report, program.nchunksperloop * 2 * len(program.gpus)
+                              + sum(max(g.s_chunks, 0) for g in program.gpus)):
             sound = False
         if not sound:
             why = "the program breaks structural executor rules (see above)"
@@ -164,10 +168,7 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
         report = Report(source, fmt, program.nranks, program.chunks_per_shard)
         report.skipped["executor rules"] = "MSCCL only"
         report.skipped["deadlock freedom"] = "matched asynchronous operations and a local wait-all per step"
-        size = sum(r.i_chunks + r.o_chunks + r.s_chunks for r in program.ranks)
-        if size > MAX_SIMULATED_CHUNKS:
-            report.errors["data movement"].append(_too_big(size))
-            report.skipped["topology"] = "not checked"
+        if _too_big(report, sum(r.i_chunks + r.o_chunks + r.s_chunks for r in program.ranks)):
             return report
         trace = simulate.simulate_oneccl(program)
         report.errors["data movement"] += trace.errors
@@ -187,10 +188,7 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
         else:
             report.skipped["deadlock freedom"] = ("routes are independent end-to-end transfers; --deadlock-free "
                                                   "checks their channel dependencies")
-        size = program.nranks * program.nranks * program.chunks_per_shard
-        if size > MAX_SIMULATED_CHUNKS:
-            report.errors["data movement"].append(_too_big(size))
-            report.skipped["topology"] = "not checked"
+        if _too_big(report, program.nranks * program.nranks * program.chunks_per_shard):
             return report
         trace = simulate.check_paths(program)
         report.errors["data movement"] += trace.errors
@@ -216,6 +214,12 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
     return report
 
 
-def _too_big(size: int) -> str:
-    return (f"the program declares {size} buffer chunks over all ranks, more than the verifier simulates "
-            f"({MAX_SIMULATED_CHUNKS}); not verified")
+def _too_big(report: Report, size: int) -> bool:
+    """Record (and say) that a program declaring ``size`` buffer chunks is too big to simulate."""
+    if size <= MAX_SIMULATED_CHUNKS:
+        return False
+    report.errors["data movement"].append(
+        f"the program declares {size} buffer chunks over all ranks, more than the verifier simulates "
+        f"({MAX_SIMULATED_CHUNKS}); not verified")
+    report.skipped.setdefault("topology", "not checked")
+    return True

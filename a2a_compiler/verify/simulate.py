@@ -50,18 +50,22 @@ class Move:
 
 @dataclass
 class Trace:
+    """A symbolic execution's result: violations (capped at :data:`MAX_ERRORS`) and the messages it moved."""
+
     errors: list[str] = field(default_factory=list)
     dropped: int = 0
     moves: list[Move] = field(default_factory=list)
     chunks_per_shard: int = 1
 
     def error(self, msg: str) -> None:
+        """Record a violation (counted beyond :data:`MAX_ERRORS`)."""
         if len(self.errors) < MAX_ERRORS:
             self.errors.append(msg)
         else:
             self.dropped += 1
 
     def finish(self) -> "Trace":
+        """The trace, with a count of the violations not listed."""
         if self.dropped:
             self.errors.append(f"... and {self.dropped} more data-movement error(s)")
             self.dropped = 0

@@ -24,6 +24,7 @@ def schedule_topology(schedule) -> Topology:
 
 
 def check_ranks(n_ranks: int, topology: Topology) -> list[str]:
+    """The program has as many ranks as the topology has hosts."""
     if n_ranks != topology.n_hosts:
         return [f"the program has {n_ranks} ranks but topology {topology.spec} has {topology.n_hosts} hosts"]
     return []

@@ -72,6 +72,7 @@ def parse_flow(text: str) -> float:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``a2a run`` / ``python -m runtimes.mpi``."""
     p.add_argument("file", metavar="FILE",
                    help="schedule: MSCCL XML (ours or other tools'), oneCCL-style XML, or MPI path schedule XML")
     p.add_argument("-b", "--minbytes", type=parse_size, default=parse_size("1K"), metavar="SIZE",
@@ -115,6 +116,7 @@ def quiet_errors(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 
 def sweep_sizes(args) -> list[int]:
+    """The per-peer shard sizes of the sweep ``-b .. -e`` by ``-f`` (nccl-tests' convention)."""
     if args.stepfactor < 2:
         raise A2AError("-f/--stepfactor must be >= 2")
     if args.minbytes > args.maxbytes:
@@ -206,7 +208,7 @@ def main(args, prog: str) -> int:
     at any moment ends each rank at once with status 130; rank 0 prints one line.
     """
     try:
-        import mpi4py.MPI  # noqa: F401  (initialises MPI)
+        import mpi4py.MPI  # noqa: F401  (initialises MPI before the interrupt guard)
 
         _exit_on_interrupt(prog)
         return _main(args, prog)
