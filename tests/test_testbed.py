@@ -164,6 +164,33 @@ def test_wrong_rank_count_fails_in_one_line():
     assert _leftovers(name) == []
 
 
+def test_refuses_rates_one_machine_cannot_forward():
+    name = _name("rt")
+    p = a2a("testbed", "bench", "torus:3x3x3", "--link-bw", "20Mbps", "--host-bw", "80Mbps", "--forwarding", "nic",
+            "--native", "--name", name)
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.splitlines() == [
+        "a2a testbed: error: torus:3x3x3 at link 0.02 Gbit/s, host 0.08 Gbit/s, nic forwarding asks the kernel to "
+        "forward up to 945 MB/s, more than 2 cores sustain beside the ranks (600 MB/s); lower --link-bw and "
+        "--host-bw, or --force"]
+    assert _leftovers(name) == []
+
+
+def test_fft_workload_is_exact(ring_schedules):
+    """--fft: the slab 3-D FFT through a steered schedule and native matches the analytic transform."""
+    name = _name("ff")
+    p = a2a("testbed", "bench", "hypercube:2", "--forwarding", "nic", "--name", name, "--fft", "32", "--iters", "2",
+            "--schedule", str(ring_schedules["mpi"]), "--native", "--json", "-q")
+    assert _leftovers(name) == []
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["fft_grid"] == 32
+    for r in out["results"]:
+        assert r["verified"] and r["routes_followed"] and r["size_bytes"] == 8 * 8 * 32 * 16
+        assert set(r["fft_s"]) == {"fft2d", "alltoall", "fft1d", "total"}
+        assert r["fft_s"]["alltoall"] == r["time_s"]
+
+
 def _start_bench(name: str, schedule: Path) -> subprocess.Popen:
     proc = subprocess.Popen([sys.executable, "-m", "a2a_compiler", "testbed", "bench", "hypercube:2",
                              "--forwarding", "nic", "--name", name, "--sizes", "1M", "--iters", "50",

@@ -30,7 +30,7 @@ def test_layout_names_and_addresses():
         "10.64.0.7", "10.64.0.6", "10.16.0.1", "10.16.0.5")
     assert Layout.route_addrs(5) == ("10.192.0.10", "10.192.0.11")
     assert lay.link_if(3) == "a2tb-to3" and len(Layout.link_if(99999999)) <= 15
-    assert lay.aggregate_rate() == 8 * 2.5e6
+    assert lay.aggregate_rate() == 8 * 2.5e6 + 2 * 4 * 2 * 2.5e6  # cables, and hosts at what their 2 cables carry
 
 
 def test_layout_refuses_what_it_cannot_emulate():

@@ -103,6 +103,9 @@ def register(sub) -> None:
                    help="per-peer shard sizes, comma-separated (K/M = 1024-powers; default 1M)")
     b.add_argument("--iters", type=positive_int, default=5, metavar="N", help="timed iterations (default 5)")
     b.add_argument("--warmup", type=int, default=1, metavar="W", help="untimed iterations first (default 1)")
+    b.add_argument("--fft", type=positive_int, metavar="N",
+                   help="run a slab-decomposed 3-D FFT of an N^3 complex grid per iteration instead of bare "
+                        "all-to-alls (N a multiple of the host count; --sizes is ignored); reports each phase")
     b.add_argument("--json", action="store_true", help="print one JSON object (docs/testbed.md) on stdout")
     b.add_argument("--plot", metavar="PNG", help="write a plot of throughput against shard size")
     b.set_defaults(func=run_bench)
@@ -191,7 +194,7 @@ def run_bench(args) -> int:
 
     result = bench(topology_from_args(args), _fabric(args), [Path(s) for s in args.schedule],
                    native=args.native, default_routes=args.default_routes, sizes=args.sizes, iters=args.iters,
-                   warmup=args.warmup, name=args.name, force=args.force, progress=_say(args))
+                   warmup=args.warmup, name=args.name, force=args.force, fft=args.fft, progress=_say(args))
     if args.plot:
         from runtimes.testbed.plot import plot_bench
 
@@ -229,3 +232,7 @@ def _print_table(result) -> None:
                  f"{bl['link']} {bl['measured'] / max(bl['predicted'], 1):.2f}",
                  f"{100 * r['cpu']['busy_fraction']:.0f}"]
         print("  " + "  ".join(f"{c:>12}" if i else f"{c:28}" for i, c in enumerate(cells)))
+        if "fft_s" in r:
+            f = r["fft_s"]
+            print(f"#   3-D FFT of {h['fft_grid']}^3: 2-D FFTs {f['fft2d']:.3f} s, all-to-all {f['alltoall']:.3f} s, "
+                  f"1-D FFTs {f['fft1d']:.3f} s, total {f['total']:.3f} s")

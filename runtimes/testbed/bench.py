@@ -125,9 +125,13 @@ def _capacities(topology: Topology) -> dict:
 
 def bench(topology: Topology, fabric: Fabric, schedules: list[Path], *, native: bool = False,
           default_routes: bool = False, sizes: list[int], iters: int = 5, warmup: int = 1,
-          name: str | None = None, force: bool = False, timeout: float | None = None,
+          name: str | None = None, force: bool = False, timeout: float | None = None, fft: int | None = None,
           progress=None) -> BenchResult:
     """Bring a testbed up, measure every schedule and baseline at every size, take it down.
+
+    With ``fft=n`` each item runs a slab-decomposed 3-D FFT of an ``n³``
+    complex grid instead (:mod:`.fft`); its all-to-all shards are
+    ``(n/N)²·n·16`` bytes and ``sizes`` is ignored.
 
     The testbed is torn down on success, error, SIGINT/SIGTERM/SIGHUP and a
     killed rank.  Raises :class:`A2AError` for input that cannot run here
@@ -142,6 +146,12 @@ def bench(topology: Topology, fabric: Fabric, schedules: list[Path], *, native: 
         raise A2AError("the testbed needs --link-bw")
     items = [prepare(Path(p), topology, fabric) for p in schedules]
     n = topology.n_hosts
+    if fft is not None:
+        from . import fft as fft3d
+
+        if fft3d.check_grid(fft, n):
+            raise A2AError(fft3d.check_grid(fft, n))
+        sizes = [fft3d.shard_bytes(fft, n)]
     flow = solve(topology, fabric, "mcf-decomp").concurrent_flow
     bound = (n - 1) * flow * fabric.link_bw
     name = name or f"b{os.getpid()}"
@@ -163,7 +173,7 @@ def bench(topology: Topology, fabric: Fabric, schedules: list[Path], *, native: 
             expected = sum(len(sizes) * (iters + warmup) * _expected_seconds(it, m, topology, fabric)
                            for it in items for m in sizes)
             timeout = timeout or 120 + 3 * expected
-            job = {"items": jobs, "sizes": sizes, "iters": iters, "warmup": warmup,
+            job = {"items": jobs, "sizes": sizes, "iters": iters, "warmup": warmup, "fft": fft,
                    "counters": counter_map(tb.layout), "timeout": min(timeout, 600),
                    "host_ns": [tb.layout.host_ns(h) for h in range(n)]}
             job_file, out_file = Path(tmp, "job.json"), Path(tmp, "out.json")
@@ -178,7 +188,7 @@ def bench(topology: Topology, fabric: Fabric, schedules: list[Path], *, native: 
                     raise A2AError(_job_error(finished, err.read().decode(errors="replace")))
             raw = json.loads(out_file.read_text())["results"]
     header = {"spec": topology.spec, "nranks": n, "fabric": fabric.to_json_dict(), "routes": tb.routes.algo,
-              "mcf_flow": flow, "bound_Bps": bound, "iters": iters, "warmup": warmup,
+              "mcf_flow": flow, "bound_Bps": bound, "iters": iters, "warmup": warmup, "fft_grid": fft,
               "job": {"wall_s": finished.wall_s, "cpu_user_s": finished.cpu_user_s,
                       "cpu_system_s": finished.cpu_system_s}}
     by_label = {it.label: it for it in items}
@@ -267,7 +277,17 @@ def _result(raw: dict, item: Item, topology: Topology, fabric: Fabric, bound: fl
         "busiest_link": {"link": busiest, "measured": measured[busiest], "predicted": predicted[busiest]},
         "link_bytes": measured, "predicted_link_bytes": predicted,
         "host_bytes": {k: v["payload"] for k, v in counters.items() if ">" in k},
+        "tcp": raw["tcp"],
         "mgmt_bytes": counters.get("mgmt", {}).get("bytes"),
         "cpu": {**cpu, "ranks_cpu_s": raw["ranks_cpu_s"], "window_s": raw["window_s"]},
         "failures": failures,
+        **({"fft_s": _fft_phases(raw["fft_phases_s"])} if "fft_phases_s" in raw else {}),
     }
+
+
+def _fft_phases(phases: list) -> dict:
+    """Median over the timed iterations of each phase of the 3-D FFT and of their sum."""
+    cols = list(zip(*phases))
+    out = {k: statistics.median(c) for k, c in zip(("fft2d", "alltoall", "fft1d"), cols)}
+    out["total"] = statistics.median(sum(p) for p in phases)
+    return out

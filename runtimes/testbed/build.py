@@ -28,7 +28,7 @@ from .layout import BRIDGE_IF, HOST_IF, MGMT_IF, MGMT_PREFIXLEN, MTU, NIC_HOST_I
 #: Burst of every shaper, in seconds of its rate (at least two frames).
 BURST_SECONDS = 0.005
 #: Queue of every shaper, in seconds of its rate: enough for TCP to keep a link busy.
-QUEUE_SECONDS = 0.05
+QUEUE_SECONDS = 1.0
 
 _SYSCTL_ALL = {
     "net/ipv6/conf/all/disable_ipv6": "1",      # no IPv6 neighbour discovery on the links
@@ -40,6 +40,7 @@ _SYSCTL_ALL = {
 }
 _SYSCTL_HOST = {
     "net/ipv4/tcp_slow_start_after_idle": "0",  # a schedule's steps must not restart from a small window
+    "net/ipv4/tcp_early_retrans": "0",          # no tail loss probes: the fabric is lossless (routes.WINDOW)
 }
 
 

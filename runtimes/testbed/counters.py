@@ -84,3 +84,21 @@ def cpu_use(before: dict, after: dict) -> dict[str, float]:
     return {"busy_fraction": 1.0 - (d["idle"] + d["iowait"]) / total,
             "softirq_fraction": d["softirq"] / total,
             "cpus": after["cpus"]}
+
+
+#: TCP counters of a host namespace that explain a slow or over-full link: (file, section, field) -> name.
+_TCP_FIELDS = {("snmp", "Tcp", "OutSegs"): "segments", ("snmp", "Tcp", "RetransSegs"): "retransmitted",
+               ("netstat", "TcpExt", "TCPTimeouts"): "timeouts", ("netstat", "TcpExt", "TCPLossProbes"): "loss_probes",
+               ("netstat", "TcpExt", "TCPFastRetrans"): "fast_retransmits"}
+
+
+def tcp_counters() -> dict[str, int]:
+    """This process's network namespace's TCP segment, retransmission and timeout counts (``/proc/self/net``)."""
+    tables = {}
+    for name in {f for f, _, _ in _TCP_FIELDS}:
+        with open(f"/proc/self/net/{name}") as fh:
+            lines = fh.read().splitlines()
+        for head, values in zip(lines[::2], lines[1::2]):
+            section = head.split(":")[0]
+            tables[(name, section)] = dict(zip(head.split()[1:], values.split()[1:]))
+    return {out: int(tables[(f, sec)][field]) for (f, sec, field), out in _TCP_FIELDS.items()}

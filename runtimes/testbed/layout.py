@@ -163,8 +163,12 @@ class Layout:
         return list(zip(self.topology.src.tolist(), self.topology.dst.tolist()))
 
     def aggregate_rate(self) -> float:
-        """Bytes per second the kernel must forward if every link and host–NIC link runs at its rate."""
+        """Bytes per second the kernel forwards when every cable runs at its rate and every host–NIC link
+        at what its cables can carry (the host bandwidth, if lower), both ways."""
         t = self.topology
-        links = self.fabric.link_bw * float(np.sum(t.capacity))
-        hosts = 0.0 if self.fabric.host_bw is None else 2 * t.n_hosts * self.fabric.host_bw
-        return links + hosts
+        rates = self.fabric.link_bw * t.capacity
+        links = float(np.sum(rates))
+        host_out = np.bincount(t.src, weights=rates, minlength=t.n_nodes)[:t.n_hosts]
+        if self.fabric.host_bw is not None:
+            host_out = np.minimum(host_out, self.fabric.host_bw)
+        return links + 2 * float(np.sum(host_out))

@@ -81,13 +81,10 @@ def _raise(error: str | None) -> None:
 
 def _run_item(comm, item, job, counters, watchdog) -> list[dict]:
     import numpy as np
-    from mpi4py import MPI
 
     from runtimes.mpi.cli import _timed
     from runtimes.mpi.executor import Alltoall
     from runtimes.mpi.pattern import fill
-
-    from .counters import cpu_times, delta
 
     if item["kind"] == "native":
         call, a2a = comm.Alltoall, None
@@ -97,30 +94,88 @@ def _run_item(comm, item, job, counters, watchdog) -> list[dict]:
         a2a = call = Alltoall(item["file"], comm, route_mode=item["route_mode"], steering=steering)
     N, rank = comm.size, comm.rank
     out = []
+    if job.get("fft"):
+        res = _fft_item(comm, item, job, counters, watchdog, call, a2a)
+        return [res] if res else []
     for m in job["sizes"]:
         send = np.empty(N * m, np.uint8)
         recv = np.empty(N * m, np.uint8)
         fill(send, rank, N)
         start = {}
-
-        def on_timed():
-            comm.Barrier()
-            if rank == 0:
-                start.update(counters=counters.snapshot(), cpu=cpu_times())
-            start.update(rusage=_rusage(), wall=MPI.Wtime())
-
-        times, error = _timed(comm, call, send, recv, job["warmup"], job["iters"], "first-last", watchdog, on_timed)
-        comm.Barrier()
-        cpu_ranks, window = comm.reduce(_rusage() - start["rusage"]), MPI.Wtime() - start["wall"]
+        times, error = _timed(comm, call, send, recv, job["warmup"], job["iters"], "first-last", watchdog,
+                              lambda: start.update(_snapshot(comm, counters)))
+        measured = _measured(comm, counters, start)
         errors = [e for e in comm.gather(error) or () if e]
         if rank == 0:
-            out.append({"label": item["label"], "kind": item["kind"], "size_bytes": m,
-                        "times_s": times.tolist(), "error": errors[0] if errors else None,
-                        "counters": delta(start["counters"], counters.snapshot()), "cpu_before": start["cpu"],
-                        "cpu_after": cpu_times(), "ranks_cpu_s": cpu_ranks, "window_s": window})
+            out.append({"label": item["label"], "kind": item["kind"], "size_bytes": m, "times_s": times.tolist(),
+                        "error": errors[0] if errors else None, **measured})
     if a2a is not None:
         a2a.free()
     return out
+
+
+def _snapshot(comm, counters) -> dict:
+    """Counters and CPU before the timed iterations (all ranks: after a barrier)."""
+    from mpi4py import MPI
+
+    from .counters import cpu_times, tcp_counters
+
+    comm.Barrier()
+    start = {"rusage": _rusage(), "wall": MPI.Wtime(), "tcp": tcp_counters()}
+    if comm.rank == 0:
+        start.update(counters=counters.snapshot(), cpu=cpu_times())
+    return start
+
+
+def _measured(comm, counters, start: dict) -> dict | None:
+    """Rank 0: what the fabric and the CPUs did since ``start``."""
+    from mpi4py import MPI
+
+    from .counters import cpu_times, delta, tcp_counters
+
+    comm.Barrier()
+    cpu_ranks, window = comm.reduce(_rusage() - start["rusage"]), MPI.Wtime() - start["wall"]
+    tcp = comm.gather({k: v - start["tcp"][k] for k, v in tcp_counters().items()})
+    if comm.rank:
+        return None
+    return {"counters": delta(start["counters"], counters.snapshot()), "cpu_before": start["cpu"],
+            "cpu_after": cpu_times(), "ranks_cpu_s": cpu_ranks, "window_s": window,
+            "tcp": {k: sum(t[k] for t in tcp) for k in tcp[0]}}
+
+
+def _fft_item(comm, item, job, counters, watchdog, call, a2a) -> dict | None:
+    """The 3-D FFT workload (:mod:`.fft`): per timed iteration, the slowest rank's time of each phase
+    (``times_s``: the all-to-all phase's)."""
+    import numpy as np
+    from mpi4py import MPI
+
+    from . import fft
+
+    n, P = job["fft"], comm.size
+    planes = fft.local_input(n, P, comm.rank)
+    total = job["warmup"] + job["iters"]
+    phases = np.zeros((job["iters"], 3))
+    error = None
+    for it in range(total):
+        if it == job["warmup"]:
+            start = _snapshot(comm, counters)
+        comm.Barrier()
+        res, ph = fft.fft3d(planes, call, P, MPI.Wtime)
+        if it >= job["warmup"]:
+            phases[it - job["warmup"]] = ph
+        if it in (0, total - 1) and error is None:
+            error = fft.first_error(res, n, P, comm.rank)
+        watchdog.kick()
+    comm.Allreduce(MPI.IN_PLACE, phases, op=MPI.MAX)
+    errors = [e for e in comm.gather(error) or () if e]
+    measured = _measured(comm, counters, start)
+    if a2a is not None:
+        a2a.free()
+    if comm.rank:
+        return None
+    return {"label": item["label"], "kind": item["kind"], "size_bytes": fft.shard_bytes(n, P),
+            "times_s": phases[:, 1].tolist(), "fft_phases_s": phases.tolist(),
+            "error": errors[0] if errors else None, **measured}
 
 
 if __name__ == "__main__":

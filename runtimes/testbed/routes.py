@@ -40,6 +40,14 @@ from .layout import HOST_IF, Layout
 
 #: Routing table of a host-forwarding NIC for what arrives on its cables: up to the host.
 UP_TABLE = 100
+#: Bytes in flight per TCP connection: four jumbo segments (see :data:`WINDOW_METRICS`).
+WINDOW = 4 * 8948
+#: Metrics of every host's route: receive windows clamped to :data:`WINDOW` (``window``) and immediate ACKs.
+#: Fabrics like the paper's are lossless (credit-based flow control); a window-limited connection is the
+#: nearest TCP gets: each link's queue stays below the connections crossing it times the window, far below the
+#: shaper's limit, so no packet is dropped and no retransmission timer fires, while a lone connection still
+#: fills its link (the window is many times the unloaded bandwidth-delay product).
+WINDOW_METRICS = {"window": WINDOW, "quickack": 1, "rto_min": 1000, "lock": 1 << 13}
 
 
 def default_routes(topology: Topology, fabric: Fabric) -> RouteSet:
@@ -85,8 +93,8 @@ def install_default(layout: Layout, ns: Handles, routes: RouteSet) -> None:
     nxt = forwarding_table(routes)
     for h in range(t.n_hosts):
         host = ns[layout.host_ns(h)]
-        host.route("add", dst="0.0.0.0/0", gateway=layout.nic_addr(h),
-                   oif=host.link_lookup(ifname=HOST_IF)[0], prefsrc=layout.host_addr(h))
+        host.route("add", dst="0.0.0.0/0", gateway=layout.nic_addr(h), oif=host.link_lookup(ifname=HOST_IF)[0],
+                   prefsrc=layout.host_addr(h), metrics=WINDOW_METRICS)
     for u in range(t.n_nodes):
         nic = ns[layout.nic_ns(u)]
         for d in range(t.n_hosts):
