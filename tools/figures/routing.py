@@ -40,6 +40,12 @@ STYLE = {"sssp": ("tab:red", "o"), "ewsp": ("tab:orange", "s"), "ilp-disjoint": 
          "ilp-shortest": ("tab:pink", "v"), "pmcf-disjoint": ("tab:green", "D"),
          "pmcf-shortest": ("tab:olive", "P"), "mcf-extp": ("tab:blue", "*"), "fptas": ("tab:gray", "x"),
          "mcf": ("black", "")}
+#: Sweeps (full, quick): GenKautz sizes of Fig. 8; the topology and disabled-arc counts of Fig. 9.
+FIG8_SIZES = ([16, 24, 32, 48, 64, 96, 128], [16, 32, 64])
+FIG8_ILP_LIMIT = (300.0, 30.0)
+FIG9_SPEC = "genkautz:81,8"
+FIG9_REMOVED = ([0, 10, 20, 40, 60, 80], [0, 40])
+FIG9_ILP_LIMIT = (300.0, 60.0)
 HEADER = ["x", "algo", "mcf_time", "route_time", "file_time", "ratio", "ratio_file", "chunks", "chunks_exact",
           "optimal", "mip_gap", "seconds", "note", "paper"]
 
@@ -97,8 +103,7 @@ def _plot_ratios(ax, rows, algos, xlabel, title):
 
 def fig8(out_dir: Path, quick: bool) -> None:
     """GenKautz d=4: time / MCF for every routing over N, and the time to compute each."""
-    sizes = [16, 32, 64] if quick else [16, 24, 32, 48, 64, 96, 128]
-    limit = 30.0 if quick else 300.0
+    sizes, limit = FIG8_SIZES[quick], FIG8_ILP_LIMIT[quick]
     options = {"ilp-disjoint": {"time_limit": limit}, "ilp-shortest": {"time_limit": limit},
                "fptas": {"eps": 0.05}}
     rows = []
@@ -127,19 +132,19 @@ def fig8(out_dir: Path, quick: bool) -> None:
 
 def fig9(out_dir: Path, quick: bool) -> None:
     """GenKautz(81, 8) with K random arcs disabled (seed 0); ILP-disjoint with tolerance eps = 0.1."""
-    removed = [0, 40] if quick else [0, 10, 20, 40, 60, 80]
+    removed = FIG9_REMOVED[quick]
     algos = ["sssp", "ewsp", "ilp-disjoint", "pmcf-disjoint", "pmcf-shortest", "mcf-extp", "fptas"]
-    options = {"ilp-disjoint": {"eps": 0.1, "time_limit": 60.0 if quick else 300.0}, "fptas": {"eps": 0.05}}
+    options = {"ilp-disjoint": {"eps": 0.1, "time_limit": FIG9_ILP_LIMIT[quick]}, "fptas": {"eps": 0.05}}
     rows = []
-    base = from_spec("genkautz:81,8")
+    base = from_spec(FIG9_SPEC)
     for k in removed:
         topology = puncture(base, remove_links=k, seed=0) if k else base
         mcf_time, mcf_seconds = _mcf(topology)
         rows += _measure(topology, k, algos, options, mcf_time, mcf_seconds)
     write_csv(out_dir / "fig9.csv", HEADER, rows)
     fig, axes = figure(1, 1, width=6.0, height=4.0)
-    _plot_ratios(axes[0][0], rows, algos, "arcs disabled (of 648; seed 0)",
-                 "Fig. 9: GenKautz(81, 8), ILP-disjoint at eps = 0.1")
+    _plot_ratios(axes[0][0], rows, algos, f"arcs disabled (of {base.n_links}; seed 0)",
+                 f"Fig. 9: {FIG9_SPEC}, ILP-disjoint at eps = 0.1")
     save_png(fig, out_dir / "fig9.png")
 
 
