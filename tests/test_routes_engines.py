@@ -58,6 +58,15 @@ def test_ewsp_hand_values(spec, time, counts):
     assert set(per_pair[per_pair > 0].tolist()) == counts
 
 
+def test_host_forwarding_fabric_prices_the_host_links():
+    """§5.2 fabric with host forwarding (hc = 100/25 = 4): every hop leaves a host.  DOR is
+    translation-invariant, so each host sends total hops / 27 = 27·54/27 = 54 shard-hops:
+    54/4 = 13.5, the MCF time 1/F = 27/2 (known-values.md), above the link load 9."""
+    fabric = Fabric(link_bw=25e9 / 8, host_bw=100e9 / 8, forwarding="host")
+    rs = route(from_spec("torus:3x3x3"), "dor", fabric)
+    assert rs.link_loads().max() == 9 and rs.alltoall_time == 13.5
+
+
 def test_dor_follows_dimension_order():
     rs = route(from_spec("torus:3x3x3"), "dor")
     path = {(p.src, p.dst): p.nodes for p in rs.paths}

@@ -115,7 +115,7 @@ def fptas(topology: Topology, fabric: Fabric | None = None, *, eps: float = DEFA
             while remaining > 1e-15 * demand:
                 dist, pred = csgraph.dijkstra(lengths_graph(l), indices=s, return_predecessors=True)
                 sub = _tree_flow(pred, dist, sink * remaining)
-                v = np.flatnonzero(pred >= 0)
+                v = np.flatnonzero((pred >= 0) & (sub > 0))           # tree links that carry flow
                 e = np.searchsorted(key, pred[v] * n + v)
                 f = sub[v]
                 scale = min(1.0, float(np.min(cap[e] / f)))

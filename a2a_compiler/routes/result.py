@@ -7,6 +7,7 @@ from functools import cached_property
 
 import numpy as np
 
+from ..chunk.cost import CostModel, stepped_time
 from ..errors import A2AError
 from ..fabric import Fabric
 from ..topology.model import Topology
@@ -99,9 +100,21 @@ class RouteSet:
 
     @property
     def alltoall_time(self) -> float:
-        """Max link load over capacity (Basu et al. §5.3: the all-to-all time of the routes)."""
-        loads = self.link_loads()
-        return float(np.max(loads / self.topology.capacity)) if len(loads) else 0.0
+        """All-to-all time of the weighted routes: max load over capacity (Basu et al. §5.3).
+
+        Priced by the project's cost model (:mod:`a2a_compiler.chunk.cost`, one
+        step, fractional loads), so with a host bandwidth the host–NIC ingress
+        and egress count as in every other predicted time.
+        """
+        link, path, _ = self._hops
+        if not len(link):
+            return 0.0
+        model = CostModel.from_topology(self.topology, self.fabric)
+        t = self.topology
+        ends = np.array([(p.src, p.dst) for p in self.paths], dtype=np.int64)[path]
+        loads = model.step_loads(np.zeros(len(link), dtype=np.int64), link, t.src[link], t.dst[link], ends[:, 0],
+                                 ends[:, 1], 1, counts=self.weights[path])
+        return stepped_time(loads, model.capacity, 1)[0]
 
     @property
     def layers(self) -> int:
