@@ -93,6 +93,7 @@ ENGINE_KEYWORD = {"route_seed": "seed"}
 
 
 def register(sub) -> None:
+    """Add ``a2a routes`` to the subcommand parsers."""
     p = sub.add_parser("routes", help=HELP, description=HELP[0].upper() + HELP[1:] + ".", epilog=EPILOG,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     add_topology_args(p)
@@ -175,6 +176,7 @@ def _human(s: dict) -> str:
 
 
 def run(args) -> int:
+    """Route, chunk, layer and price (:func:`a2a_compiler.routes.schedule.route_schedule`); write and report."""
     from ..routes.schedule import route_schedule
 
     if args.output:

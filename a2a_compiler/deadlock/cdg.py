@@ -33,6 +33,7 @@ class ChannelDependencyGraph:
 
     @property
     def n_dependencies(self) -> int:
+        """Number of distinct dependencies ``a -> b`` (arcs of the graph)."""
         return int(self.edges.nnz)
 
     def find_cycle(self) -> list[Channel] | None:
@@ -70,6 +71,7 @@ class ChannelDependencyGraph:
 
     @property
     def acyclic(self) -> bool:
+        """True when the routes cannot deadlock (Dally & Seitz)."""
         return self.find_cycle() is None
 
 

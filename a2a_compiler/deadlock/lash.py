@@ -106,6 +106,7 @@ class LayerGraph:
         return True
 
     def remove(self, chain: Sequence[int]) -> None:
+        """Take one route's dependencies out of the layer (its topological order stays valid)."""
         for a, b in zip(chain, chain[1:]):
             self._remove_arc(a, b)
         self.routes -= 1

@@ -91,6 +91,7 @@ class RouteSet:
 
     @property
     def weights(self) -> np.ndarray:
+        """Each path's weight (its fraction of the pair's shard), in path order."""
         return np.array([p.weight for p in self.paths], dtype=float)
 
     def link_loads(self) -> np.ndarray:
