@@ -91,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
 
     User errors print one line and return 2; Ctrl-C at any moment (imports
     included) prints one line (on MPI rank 0 only) and returns 130 — or, once
-    MPI is up, ends the process at once, since the other ranks may be blocked.
+    MPI is up (the other ranks may be blocked) or while a HiGHS run that
+    ignored the interrupt is still going, ends the process at once.
     """
     argv = _attach_negative_values(sys.argv[1:] if argv is None else list(argv))
     command = argv[0] if argv and argv[0] in COMMANDS else None
@@ -100,8 +101,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         if launcher_rank() == 0:
             print(f"a2a{' ' + command if command else ''}: interrupted", file=sys.stderr, flush=True)
-        if "mpi4py.MPI" in sys.modules:
-            sys.stdout.flush()
+        lp = sys.modules.get(f"{__package__}.solve.lp")
+        if "mpi4py.MPI" in sys.modules or (lp is not None and lp.solver_running()):
+            sys.stdout.flush()   # other ranks may be blocked, or a solver ignored the interrupt: do not wait
             os._exit(130)
         return 130
 

@@ -7,6 +7,7 @@ import json
 import sys
 
 from ..fabric import FORWARDING_MODES, Fabric, parse_bandwidth
+from ..progress import Progress
 from ..topology import Topology
 from ..topology.spec import from_spec
 
@@ -122,6 +123,8 @@ def print_json(obj) -> None:
     sys.stdout.write("\n")
 
 
-def progress(msg: str) -> None:
-    """Progress line on stderr (long solves)."""
-    print(msg, file=sys.stderr, flush=True)
+#: Seconds a command runs before ``a2a solve`` starts printing progress.
+PROGRESS_DELAY = 2.0
+
+#: Progress reporter of the running command (stderr, elapsed time since start, LP ticks).
+progress = Progress()

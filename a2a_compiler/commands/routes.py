@@ -8,11 +8,11 @@ import sys
 from ..deadlock import SCHEMES
 from ..errors import A2AError
 from ..files import atomic_write, check_writable
+from ..progress import Progress
 from ..routes import ENGINES
 from ..routes.patterns import PATTERNS, pattern_congestion
-from .common import add_fabric_args, add_topology_args, fabric_from_args, nonnegative_int, positive_int, \
-    print_json, topology_from_args
-from .solve import DelayedProgress
+from .common import PROGRESS_DELAY, add_fabric_args, add_topology_args, fabric_from_args, nonnegative_int, \
+    positive_int, print_json, topology_from_args
 
 HELP = "route every host pair with a baseline or MCF scheme; chunk, layer and write an MPI path schedule"
 
@@ -184,7 +184,7 @@ def run(args) -> int:
     topology = topology_from_args(args)
     fabric = fabric_from_args(args)
     options = engine_options(args)
-    reporter = None if args.quiet else DelayedProgress()
+    reporter = None if args.quiet else Progress(delay=PROGRESS_DELAY)
     try:
         result = route_schedule(topology, args.algo, fabric, deadlock=args.deadlock, max_layers=args.max_layers,
                                 max_chunks=args.max_chunks, progress=reporter, **options)

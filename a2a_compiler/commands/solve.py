@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import threading
-import time
-
 from ..cli import command_parser
 from ..errors import A2AError
+from ..progress import Progress
 from ..solve import METHODS, solve
 from ..solve.lp import SOLVERS
 from ..solve.mcf import DEFAULT_SOLVER, PDLP_ABOVE_NNZ
 from ..solve.paths import DEFAULT_MAX_PATHS
+from ..solve.symmetry import AUTO_MIN_COLUMNS, SYMMETRY_MODES
 from ..solve.widest_paths import DEFAULT_TOL
-from .common import add_fabric_args, add_topology_args, fabric_from_args, positive_int, print_json, progress, \
+from .common import PROGRESS_DELAY, add_fabric_args, add_topology_args, fabric_from_args, positive_int, print_json, \
     topology_from_args
 
 EPILOG = """\
@@ -28,6 +27,16 @@ above by weak duality on the LP's dual link lengths; "gap" is the relative gap.
 Units: links have capacity 1, every ordered host pair demands 1 shard; the
 all-to-all time is 1/F link-times; with --link-bw b the throughput bound is
 (N-1)*F*b.
+
+symmetry: mcf-decomp and tsmcf solve one source per orbit of the largest
+automorphism group found (and checked link by link) that moves every host --
+one source on tori and hypercubes, N/2 on GenKautz (i -> -i-1), N/10 on
+GenKautz(1000,4) -- and map that flow to every source; the optimum is the
+same, the LP is smaller.  --symmetry off solves the plain master LP.
+
+progress (stderr, after 2 s; --quiet silences it): stage, elapsed time and the
+LP's iterations and objective.  Ctrl-C stops the LP within about a second,
+stops worker processes and exits 130 without writing --save.
 
 parallel per-source work (mcf-decomp, mcf-extp):
   a2a solve genkautz:256,4 --workers 2              local worker processes
@@ -75,6 +84,11 @@ def register(sub) -> None:
                         "diameter, diameter+1, ... while the optimum improves)")
     g.add_argument("--workers", type=int, default=1, metavar="N",
                    help="local worker processes for per-source work (mcf-decomp, mcf-extp; default 1)")
+    g.add_argument("--symmetry", choices=SYMMETRY_MODES, default="auto",
+                   help="mcf-decomp, mcf-extp, tsmcf: solve the LP's quotient by the topology's automorphisms "
+                        "(found and checked link by link: rotations/reflections of circulants and GenKautz, "
+                        "translations of tori and hypercubes); same optimum, smaller LP.  'auto' (default): when "
+                        f"the plain LP has over {AUTO_MIN_COLUMNS} columns; 'off': the plain LP over every source")
     g.add_argument("--mpi", action="store_true",
                    help="run per-source work on MPI ranks (mpi4py.futures); launch under "
                         "'mpiexec -n K python -m mpi4py.futures -m a2a_compiler solve ...'")
@@ -95,7 +109,8 @@ def method_options(args) -> dict:
     if m == "mcf":
         return {"solver": solver}
     if m == "mcf-decomp":
-        return {"solver": solver, "child": args.child, "workers": args.workers, "mpi": args.mpi}
+        return {"solver": solver, "child": args.child, "workers": args.workers, "mpi": args.mpi,
+                "symmetry": args.symmetry}
     if m == "pmcf":
         if args.max_paths < 1:
             raise A2AError(f"--max-paths must be >= 1, got {args.max_paths}")
@@ -105,42 +120,9 @@ def method_options(args) -> dict:
             raise A2AError(f"--tol must be in (0, 1), got {args.tol}")
         opts = {"base": args.base, "tol": args.tol, "workers": args.workers, "mpi": args.mpi, "solver": solver}
         if args.base == "mcf-decomp":
-            opts["child"] = args.child
+            opts.update(child=args.child, symmetry=args.symmetry)
         return opts
-    return {"steps": args.steps, **({"solver": args.solver} if args.solver else {})}  # tsmcf
-
-
-class DelayedProgress:
-    """Progress lines on stderr, but only once the solve has run ``delay`` seconds.
-
-    Messages arriving earlier are held; a timer prints the latest one when the
-    delay expires, so short solves stay silent and long ones say what they do.
-    """
-
-    def __init__(self, delay: float = 2.0):
-        self.delay, self.t0, self.pending = delay, time.perf_counter(), None
-        self.lock = threading.Lock()
-        self.timer = threading.Timer(delay, self.flush)
-        self.timer.daemon = True
-        self.timer.start()
-
-    def __call__(self, msg: str) -> None:
-        with self.lock:
-            if time.perf_counter() - self.t0 >= self.delay:
-                progress(msg)
-            else:
-                self.pending = msg
-
-    def flush(self) -> None:
-        """Print the held message, if any."""
-        with self.lock:
-            if self.pending:
-                progress(self.pending)
-                self.pending = None
-
-    def close(self) -> None:
-        """Stop the timer (the solve is over)."""
-        self.timer.cancel()
+    return {"steps": args.steps, "symmetry": args.symmetry, **({"solver": args.solver} if args.solver else {})}
 
 
 def run(args) -> int:
@@ -151,7 +133,7 @@ def run(args) -> int:
         check_writable(args.save)
     topo = topology_from_args(args)
     fabric = fabric_from_args(args)
-    reporter = None if args.quiet else DelayedProgress()
+    reporter = None if args.quiet else Progress(delay=PROGRESS_DELAY)
     try:
         sol = solve(topo, fabric, args.method, progress=reporter, **method_options(args))
     finally:

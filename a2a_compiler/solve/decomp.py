@@ -1,8 +1,12 @@
 """Decomposed link-based MCF for scale (Basu et al. §3.1.2).
 
 1. **Master LP** (eqs. 6–9): one flow per *source* (``N·|E|`` variables instead of
-   ``N(N-1)·|E|``), each source sinking ``F`` at every other host.
-2. **Per-source split** into per-commodity link flows, in parallel over sources:
+   ``N(N-1)·|E|``), each source sinking ``F`` at every other host.  By default
+   it is quotiented by the largest checked automorphism group of the solve
+   graph acting freely on the hosts (:mod:`~a2a_compiler.solve.symmetry`): one
+   source per host orbit and one capacity row per link orbit, same optimum.
+2. **Per-source split** into per-commodity link flows, in parallel over sources
+   (orbit representatives; every other source's paths are their images):
 
    * ``child="paths"`` (default): the exact cycle-cancelling path decomposition
      :func:`~a2a_compiler.solve.certificate.decompose_flow` of the source's flow;
@@ -10,7 +14,7 @@
      the master's per-source link flows, then cleaned by the same decomposition.
 
 Parallelism uses standard executors only: local processes
-(:class:`concurrent.futures.ProcessPoolExecutor`, ``workers=N``) or MPI ranks
+(:class:`multiprocessing.pool.Pool`, ``workers=N``) or MPI ranks
 (:class:`mpi4py.futures.MPIPoolExecutor`, ``mpi=True``, launched as
 ``mpiexec -n K python -m mpi4py.futures -m a2a_compiler solve ... --mpi``).
 """
@@ -18,8 +22,8 @@ Parallelism uses standard executors only: local processes
 from __future__ import annotations
 
 import multiprocessing
+import signal
 import time
-from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 import scipy.sparse as sp
@@ -31,6 +35,7 @@ from .certificate import Routing, decompose_commodities, decompose_flow, dual_up
 from .lp import solve_lp
 from .mcf import DEFAULT_SOLVER, finish, flow_lp, pick_solver, solve_flow_lp
 from .result import FlowSolution
+from .symmetry import Symmetry, find_symmetry, wanted
 
 CHILD_MODES = ("paths", "lp")
 
@@ -76,19 +81,31 @@ def _call(func, args):
     return func(_GRAPH, *args)
 
 
+def _install_worker(graph: Topology) -> None:
+    """Worker initializer: keep the graph, and leave Ctrl-C to the parent (which terminates the pool)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _install(graph)
+
+
+def _call_packed(packed):
+    return _call(*packed)
+
+
 def map_chunks(graph: Topology, func, chunk_args: list, *, workers: int = 1, mpi: bool = False,
                progress=None, label: str = "chunks") -> list:
     """``[func(graph, *args) for args in chunk_args]``, in order, on local processes or MPI ranks.
 
-    ``graph`` is shipped once per worker (executor initializer); ``func`` must be
-    a module-level function.  ``workers <= 1`` without ``mpi`` runs in-process.
+    ``graph`` is shipped once per worker (pool initializer); ``func`` must be a
+    module-level function.  ``workers <= 1`` without ``mpi`` runs in-process.
+    Local workers ignore SIGINT; on Ctrl-C (or any error) the parent
+    terminates them before the exception propagates.
     """
     def report(i):
         if progress and ((i + 1) % -(-len(chunk_args) // 10) == 0 or i + 1 == len(chunk_args)):
             progress(f"{label}: {i + 1}/{len(chunk_args)} done")
 
+    out = []
     if workers <= 1 and not mpi:
-        out = []
         for i, args in enumerate(chunk_args):
             out.append(func(graph, *args))
             report(i)
@@ -98,57 +115,87 @@ def map_chunks(graph: Topology, func, chunk_args: list, *, workers: int = 1, mpi
             from mpi4py.futures import MPIPoolExecutor
         except ImportError as exc:  # pragma: no cover - mpi4py is a dependency
             raise A2AError(f"--mpi needs mpi4py: {exc}") from None
-        executor = MPIPoolExecutor(initializer=_install, initargs=(graph,))
-    else:
-        # forkserver: workers fork from a fresh single-threaded server, never from a
-        # process whose HiGHS threads may hold locks
-        executor = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("forkserver"),
-                                       initializer=_install, initargs=(graph,))
-    with executor as ex:
-        futures = [ex.submit(_call, func, args) for args in chunk_args]
-        out = []
-        for i, fut in enumerate(futures):
-            out.append(fut.result())
+        with MPIPoolExecutor(initializer=_install, initargs=(graph,)) as ex:
+            futures = [ex.submit(_call, func, args) for args in chunk_args]
+            try:
+                for i, fut in enumerate(futures):
+                    out.append(fut.result())
+                    report(i)
+            except BaseException:
+                ex.shutdown(wait=False, cancel_futures=True)
+                raise
+        return out
+    # forkserver: workers fork from a fresh single-threaded server, never from a
+    # process whose HiGHS threads may hold locks
+    pool = multiprocessing.get_context("forkserver").Pool(workers, initializer=_install_worker, initargs=(graph,))
+    try:
+        for i, result in enumerate(pool.imap(_call_packed, [(func, args) for args in chunk_args])):
+            out.append(result)
             report(i)
+        pool.close()
+    except BaseException:
+        pool.terminate()
+        raise
+    finally:
+        pool.join()
     return out
 
 
-def source_chunks(n_hosts: int, workers: int, mpi: bool) -> list[np.ndarray]:
-    """Contiguous source blocks, ~8 per worker (64 under MPI) for load balance and progress."""
-    return np.array_split(np.arange(n_hosts), min(n_hosts, 64 if mpi else 8 * max(workers, 2)))
+def source_chunks(n_sources: int, workers: int, mpi: bool) -> list[np.ndarray]:
+    """Contiguous blocks of source indices, ~8 per worker (64 under MPI) for load balance and progress."""
+    return np.array_split(np.arange(n_sources), min(n_sources, 64 if mpi else 8 * max(workers, 2)))
 
 
-def split_sources(graph: Topology, flows: np.ndarray, *, child: str = "paths", solver: str = DEFAULT_SOLVER,
-                  workers: int = 1, mpi: bool = False, progress=None) -> Routing:
-    """Run :func:`split_source` for every host, serially or in parallel (results in source order)."""
-    chunks = source_chunks(graph.n_hosts, workers, mpi)
-    parts = map_chunks(graph, _split_chunk, [(c, flows[c], child, solver) for c in chunks],
+def split_sources(graph: Topology, sources: np.ndarray, flows: np.ndarray, *, child: str = "paths",
+                  solver: str = DEFAULT_SOLVER, workers: int = 1, mpi: bool = False, progress=None) -> Routing:
+    """Run :func:`split_source` for ``sources`` (flow ``flows[i]`` of ``sources[i]``), serially or in parallel."""
+    chunks = source_chunks(len(sources), workers, mpi)
+    parts = map_chunks(graph, _split_chunk, [(sources[c], flows[c], child, solver) for c in chunks],
                        workers=workers, mpi=mpi, progress=progress, label="per-source split")
     return Routing.concat(parts)
 
 
 def mcf_decomp(topology: Topology, fabric: Fabric | None = None, *, solver: str = DEFAULT_SOLVER,
-               child: str = "paths", workers: int = 1, mpi: bool = False, progress=None) -> FlowSolution:
+               child: str = "paths", workers: int = 1, mpi: bool = False, symmetry: str | bool = "auto",
+               progress=None) -> FlowSolution:
     """Optimal all-to-all concurrent flow by the decomposed MCF (eqs. 6–9, then 10–14 or paths).
 
     Same optimum as :func:`~a2a_compiler.solve.mcf.mcf`; the per-commodity flows
-    may differ.  ``F`` is certified on the split flows, ``upper_bound`` from the
-    master LP's capacity duals.
+    may differ.  With ``symmetry`` ``"on"`` (or ``"auto"``, the default, once the
+    plain master LP has more than :data:`~a2a_compiler.solve.symmetry.AUTO_MIN_COLUMNS`
+    columns) the master LP is the quotient by the solve graph's automorphisms
+    (:func:`~a2a_compiler.solve.symmetry.find_symmetry`; ``info["symmetry"]``
+    says which group); ``"off"`` solves the plain master LP.  ``F`` is
+    certified on the split flows of every source, ``upper_bound`` comes from
+    the master LP's capacity duals.
     """
     if child not in CHILD_MODES:
         raise A2AError(f"unknown child mode {child!r}; choose one of {', '.join(CHILD_MODES)}")
     if workers < 1:
         raise A2AError(f"--workers must be >= 1, got {workers}")
-    fabric, aug, s, d = solve_graph(topology, fabric)
+    fabric, aug, _, _ = solve_graph(topology, fabric)
     g = aug.topology
-    hosts = np.arange(g.n_hosts)
-    sinks = sp.coo_array((np.ones(len(s)), (s, d)), shape=(g.n_hosts, g.n_nodes))
-    U, flows, lengths, res, build = solve_flow_lp(g, hosts, sinks, solver=solver, progress=progress)
+    nh = g.n_hosts
+    t0 = time.perf_counter()
+    sym = (find_symmetry(topology, g, aug.node_origin) if wanted(symmetry, nh * g.n_links)
+           else Symmetry.trivial(g))
+    if progress and sym.order > 1:
+        progress(f"symmetry: {sym.family}; master LP over {len(sym.reps)} of {nh} sources")
+    reps = sym.reps
+    k, d = np.divmod(np.arange(len(reps) * nh), nh)
+    off = d != reps[k]
+    sinks = sp.coo_array((np.ones(int(off.sum())), (k[off], d[off])), shape=(len(reps), g.n_nodes))
+    t_sym = time.perf_counter() - t0
+    U, flows, lengths, res, build = solve_flow_lp(g, reps, sinks, solver=solver, progress=progress, symmetry=sym,
+                                                  label="master LP")
     t0 = time.perf_counter()
     ub = dual_upper_bound(g, lengths)
     t1 = time.perf_counter()
-    routing = split_sources(g, flows, child=child, solver=solver, workers=workers, mpi=mpi, progress=progress)
-    timings = {"build": build, "lp": res.seconds, "bound": t1 - t0, "split": time.perf_counter() - t1}
+    routing = split_sources(g, reps, flows, child=child, solver=solver, workers=workers, mpi=mpi, progress=progress)
+    routing = sym.expand_routing(routing, nh)
+    timings = {"symmetry": t_sym, "build": build, "lp": res.seconds, "bound": t1 - t0,
+               "split": time.perf_counter() - t1}
     info = {"solver": res.solver, "lp_status": res.status, "child": child, "workers": workers, "mpi": mpi,
-            "lp_rows": int(len(res.row_value)), "lp_columns": int(len(res.x)), "lp_concurrent_flow": float(1 / U)}
+            "symmetry": sym.summary(), "lp_rows": int(len(res.row_value)), "lp_columns": int(len(res.x)),
+            "lp_iterations": res.iterations, "lp_concurrent_flow": float(1 / U)}
     return finish("mcf-decomp", topology, fabric, aug, routing, ub, timings, info)

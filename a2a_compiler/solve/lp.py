@@ -3,20 +3,37 @@
 Every LP in the package (MCF, decomposed MCF, pMCF, tsMCF) and the routing
 ILPs are assembled as a ``scipy.sparse`` matrix and handed to HiGHS in a single
 ``passModel`` call; the solution comes back once, as numpy arrays.
+
+HiGHS runs in a worker thread while the calling thread waits in short slices,
+so Ctrl-C is seen at once: it sets a flag that HiGHS's simplex, interior-point
+and MIP interrupt callbacks turn into a clean stop (IPX calls its callback from
+inside its linear-algebra loops, several times per second even on the N=1000
+master LP), and :class:`KeyboardInterrupt` propagates.  With a progress
+reporter, HiGHS's log lines arrive through its logging callback (never on the
+console) and become iteration/objective ticks.
 """
 
 from __future__ import annotations
 
+import re
+import threading
 import time
 from dataclasses import dataclass
 
 import highspy
 import numpy as np
 import scipy.sparse as sp
+from highspy import _core
 
 from ..errors import A2AError
+from ..progress import tick_of
 
 INF = highspy.kHighsInf
+#: Seconds to wait, after Ctrl-C, for HiGHS to stop at its next interrupt callback.
+INTERRUPT_GRACE = 5.0
+#: An iteration line of the IPX or simplex log: iteration count, then the (primal) objective.
+_ITERATION_LINE = re.compile(r"^\s*\w*\s+(\d+)\*?\s+([-+]?\d\.\d+e[-+]\d+)")
+_threads: set[threading.Thread] = set()  # HiGHS runs not yet finished
 
 #: HiGHS option sets behind each ``--solver`` name.
 SOLVERS = {
@@ -36,7 +53,6 @@ def quiet_highs() -> highspy.Highs:
     the callback bridge, before any option can be set, which would corrupt
     ``--json`` output.  Build the core object, silence it, then install the bridge.
     """
-    from highspy import _core
     from highspy.highs import HighsCallback
 
     h = highspy.Highs.__new__(highspy.Highs)
@@ -46,6 +62,65 @@ def quiet_highs() -> highspy.Highs:
     h.callbacks = [HighsCallback(_core.cb.HighsCallbackType(k), h) for k in kinds]
     h.enableCallbacks()
     return h
+
+
+def solver_running() -> bool:
+    """Is a HiGHS run still going (one that ignored an interrupt, e.g. PDLP, which has no callback)?"""
+    return any(t.is_alive() for t in _threads)
+
+
+def run_highs(h: highspy.Highs, *, label: str = "LP", progress=None) -> None:
+    """``h.run()``, interruptible by Ctrl-C, with iteration ticks sent to ``progress``.
+
+    Ticks come from the log HiGHS hands to its logging callback (console
+    logging stays off); PDLP's log bypasses HiGHS's logger and goes to stdout,
+    so pass no ``progress`` for it.
+
+    Raises :class:`KeyboardInterrupt` once HiGHS has stopped (or after
+    :data:`INTERRUPT_GRACE` seconds if it does not poll its callbacks).
+    """
+    stop = threading.Event()
+    done = threading.Event()
+
+    def interrupt(event):
+        if stop.is_set():
+            event.interrupt()
+
+    h.cbSimplexInterrupt.subscribe(interrupt)
+    h.cbIpmInterrupt.subscribe(interrupt)
+    h.cbMipInterrupt.subscribe(interrupt)
+    tick = tick_of(progress)
+    if tick is not None:
+        def log(event):
+            m = _ITERATION_LINE.match(event.message)
+            if m:
+                tick(f"{label}: iteration {int(m[1])}, objective {float(m[2]):.9g}")
+
+        h.setOptionValue("output_flag", True)
+        h.setOptionValue("log_to_console", False)
+        h.cbLogging.subscribe(log)
+
+    def target():
+        try:
+            h.run()
+        finally:
+            _core._Highs.resetThreadScheduler(False)  # as highspy does after a solve in a thread
+            done.set()
+
+    thread = threading.Thread(target=target, name="highs", daemon=True)
+    _threads.add(thread)
+    thread.start()
+    try:
+        while not done.wait(0.1):
+            pass
+    except KeyboardInterrupt:
+        stop.set()
+        done.wait(INTERRUPT_GRACE)
+        raise
+    finally:
+        if done.is_set():
+            thread.join()
+            _threads.discard(thread)
 
 
 @dataclass(frozen=True, eq=False)
@@ -100,6 +175,8 @@ def solve_lp(
     options: dict | None = None,
     time_limit: float | None = None,
     inexact_ok: bool = False,
+    label: str = "LP",
+    progress=None,
 ) -> LPResult:
     """Solve ``min/max c·x  s.t.  row_lower <= A x <= row_upper, col_lower <= x <= col_upper``.
 
@@ -111,7 +188,9 @@ def solve_lp(
     go in ``options``.  Raises :class:`A2AError` unless HiGHS reports an optimal model
     — or, with ``inexact_ok``, an "Unknown" status (IPM/PDLP stopped outside HiGHS's
     own tolerances) that still carries a primal and dual point, for callers that
-    repair the primal and certify the bound themselves.
+    repair the primal and certify the bound themselves.  ``progress`` receives
+    ``"{label}: iteration k, objective z"`` ticks; Ctrl-C stops HiGHS and raises
+    :class:`KeyboardInterrupt` (:func:`run_highs`).
     """
     if solver not in SOLVERS:
         raise A2AError(f"unknown LP solver {solver!r}; choose one of {', '.join(SOLVERS)}")
@@ -124,7 +203,8 @@ def solve_lp(
         h.setOptionValue(key, value)
     n_row, n_col = _pass_model(h, c, A, row_lower, row_upper, col_lower, col_upper, maximize)
     t0 = time.perf_counter()
-    h.run()
+    pdlp = {**SOLVERS[solver], **(options or {})}.get("solver") == "pdlp"
+    run_highs(h, label=label, progress=None if pdlp else progress)  # cuPDLP-C logs on stdout: keep it off
     seconds = time.perf_counter() - t0
     status = h.modelStatusToString(h.getModelStatus())
     info = h.getInfo()
@@ -178,6 +258,7 @@ def solve_mip(
     rel_gap: float | None = None,
     start: np.ndarray | None = None,
     options: dict | None = None,
+    progress=None,
 ) -> MIPResult:
     """Minimise ``c·x`` over the rows and bounds with ``x_j`` integer where ``integrality[j] == 1``.
 
@@ -186,6 +267,7 @@ def solve_mip(
     ``start`` a feasible point to begin from; extra HiGHS options go in
     ``options``.  Returns the incumbent at a time
     limit; raises :class:`A2AError` if there is none or the model is infeasible.
+    Ctrl-C and ``progress`` as in :func:`solve_lp`.
     """
     h = quiet_highs()
     if time_limit is not None:
@@ -201,7 +283,7 @@ def solve_mip(
         sol.value_valid = True
         h.setSolution(sol)
     t0 = time.perf_counter()
-    h.run()
+    run_highs(h, label="MIP", progress=progress)
     seconds = time.perf_counter() - t0
     model = h.getModelStatus()
     status = h.modelStatusToString(model)

@@ -20,6 +20,7 @@ from .certificate import (Routing, certified_flow, conservation_error, decompose
                           dual_upper_bound, solve_graph)
 from .lp import INF, solve_lp
 from .result import FlowSolution
+from .symmetry import Symmetry
 
 #: Default solver choice for the flow LPs: see :func:`pick_solver`.
 DEFAULT_SOLVER = "auto"
@@ -37,14 +38,19 @@ def pick_solver(solver: str, nnz: int) -> str:
     return "ipm" if nnz <= PDLP_ABOVE_NNZ else "pdlp"
 
 
-def flow_lp(topology: Topology, sources: np.ndarray, sinks, capacity: np.ndarray | None = None):
+def flow_lp(topology: Topology, sources: np.ndarray, sinks, capacity: np.ndarray | None = None,
+            symmetry: Symmetry | None = None):
     """Constraint matrix of the concurrent-flow LP in per-unit-demand form.
 
     Commodity ``k`` leaves ``sources[k]`` and delivers ``sinks[k, u]`` units to node
     ``u`` (``sinks`` is a sparse ``K x n_nodes`` array).  Columns are
     ``[U, f_0, ..., f_{K-1}]`` with ``f_k`` the commodity's link flows; rows are
 
-    * ``E`` capacity rows ``sum_k f_{k,e} - U·cap_e <= 0`` (eq. 2 / 7), then
+    * capacity rows ``sum_k f_{k,e} - U·cap_e <= 0`` (eq. 2 / 7), one per link, or
+      with ``symmetry`` one per link orbit, where ``f_{k,e}`` counts
+      ``link_mult[e]`` times in the row of its orbit (the quotient LP of
+      :mod:`~a2a_compiler.solve.symmetry`; ``sources`` are then the orbit
+      representatives), then
     * ``K·(n-1)`` conservation rows, for every node ``u != sources[k]``: the
       compact incidence form ``in_u(f_k) - out_u(f_k) = sinks[k, u]`` (eqs. 3–4 / 8;
       the source's own row is implied and omitted).
@@ -52,11 +58,17 @@ def flow_lp(topology: Topology, sources: np.ndarray, sinks, capacity: np.ndarray
     Minimising ``U`` is the max-concurrent-flow LP (eqs. 1–5 / 6–9) rescaled by
     ``f -> f/F``: ``F = 1/U``.  Fixed right-hand sides instead of a column ``F``
     touching every conservation row keep the LP sparse; interior-point time drops
-    about 5x (tools/bench_solvers.py).  Returns ``(A, row_lower, row_upper)``.
+    about 5x (tools/bench_solve.py).  Returns ``(A, row_lower, row_upper)``.
     """
     n, E = topology.n_nodes, topology.n_links
     sources = np.asarray(sources, dtype=np.int64)
     K = len(sources)
+    cap = topology.capacity if capacity is None else np.asarray(capacity, dtype=float)
+    if symmetry is None:
+        link_row, mult, row_cap = np.arange(E), np.ones(E), cap
+    else:
+        link_row, mult, row_cap = symmetry.link_class, symmetry.link_mult, cap[symmetry.class_link]
+    C = len(row_cap)
     rb = np.concatenate([topology.dst, topology.src])
     cb = np.concatenate([np.arange(E), np.arange(E)])
     vb = np.concatenate([np.ones(E), -np.ones(E)])
@@ -64,41 +76,44 @@ def flow_lp(topology: Topology, sources: np.ndarray, sinks, capacity: np.ndarray
     r = np.tile(rb, K)
     s = sources[k]
     keep = r != s
-    rows = [(E + k * (n - 1) + r - (r > s))[keep], np.arange(E), np.tile(np.arange(E), K)]
-    cols = [(1 + k * E + np.tile(cb, K))[keep], np.zeros(E, np.int64), 1 + np.arange(K * E)]
-    cap = topology.capacity if capacity is None else np.asarray(capacity, dtype=float)
-    vals = [np.tile(vb, K)[keep], -cap, np.ones(K * E)]
+    rows = [(C + k * (n - 1) + r - (r > s))[keep], np.arange(C), np.tile(link_row, K)]
+    cols = [(1 + k * E + np.tile(cb, K))[keep], np.zeros(C, np.int64), 1 + np.arange(K * E)]
+    vals = [np.tile(vb, K)[keep], -row_cap, np.tile(mult, K)]
     A = sp.csc_array((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-                     shape=(E + K * (n - 1), 1 + K * E))
+                     shape=(C + K * (n - 1), 1 + K * E))
     sinks = sp.coo_array(sinks)
     ks, us = sinks.row.astype(np.int64), sinks.col.astype(np.int64)
     rhs = np.zeros(K * (n - 1))
     np.add.at(rhs, ks * (n - 1) + us - (us > sources[ks]), sinks.data)
-    lower = np.concatenate([np.full(E, -INF), rhs])
-    upper = np.concatenate([np.zeros(E), rhs])
+    lower = np.concatenate([np.full(C, -INF), rhs])
+    upper = np.concatenate([np.zeros(C), rhs])
     return A, lower, upper
 
 
-def solve_flow_lp(topology: Topology, sources: np.ndarray, sinks, *, solver: str, progress=None):
+def solve_flow_lp(topology: Topology, sources: np.ndarray, sinks, *, solver: str, progress=None,
+                  symmetry: Symmetry | None = None, label: str = "LP"):
     """Minimise congestion ``U`` over :func:`flow_lp` (``solver`` via :func:`pick_solver`).
 
     Returns ``(U, flows K x E, dual link lengths, LPResult, build seconds)``; the
-    solver actually used is ``LPResult.solver``.
+    solver actually used is ``LPResult.solver``.  With ``symmetry`` the lengths
+    are its orbit duals spread over the links (:meth:`Symmetry.lengths`).
     """
     t0 = time.perf_counter()
-    A, lower, upper = flow_lp(topology, sources, sinks)
+    A, lower, upper = flow_lp(topology, sources, sinks, symmetry=symmetry)
     build = time.perf_counter() - t0
     solver = pick_solver(solver, A.nnz)
     if progress:
-        progress(f"LP: {A.shape[0]} rows, {A.shape[1]} columns, {A.nnz} nonzeros; solving with {solver}")
+        progress(f"{label}: {A.shape[0]} rows, {A.shape[1]} columns, {A.nnz} nonzeros; solving with {solver}")
     c = np.zeros(A.shape[1])
     c[0] = 1.0
-    res = solve_lp(c, A, lower, upper, solver=solver, inexact_ok=True)
+    res = solve_lp(c, A, lower, upper, solver=solver, inexact_ok=True, label=label, progress=progress)
     if progress:
-        progress(f"LP solved in {res.seconds:.1f} s ({res.iterations} iterations), F = {1 / res.x[0]:.9g}")
+        progress(f"{label}: solved in {res.seconds:.1f} s ({res.iterations} iterations), F = {1 / res.x[0]:.9g}")
     E = topology.n_links
     flows = res.x[1:].reshape(len(sources), E)
-    return res.x[0], flows, np.abs(res.row_dual[:E]), res, build
+    C = E if symmetry is None else symmetry.n_classes
+    duals = res.row_dual[:C]
+    return res.x[0], flows, np.abs(duals) if symmetry is None else symmetry.lengths(duals), res, build
 
 
 def finish(method: str, base: Topology, fabric: Fabric, aug, routing: Routing, upper_bound: float,

@@ -46,6 +46,7 @@ from ..topology.model import Topology
 from .certificate import time_expanded_bound
 from .lp import solve_lp
 from .result import FlowSolution
+from .symmetry import Symmetry, find_symmetry, wanted
 
 #: Relative improvement of ``Σ_t U_t`` below which the automatic l_max search stops.
 STEP_TOLERANCE = 1e-3
@@ -104,14 +105,25 @@ def _check(topology: Topology) -> None:
         raise A2AError(f"{topology.spec}: all-to-all needs at least 2 hosts")
 
 
-def _ts_lp(topology: Topology, fabric: Fabric, L: int, groups: _Groups, solver: str) -> _TSLPSolution:
+def _ts_lp(topology: Topology, fabric: Fabric, L: int, groups: _Groups, solver: str,
+           symmetry: Symmetry | None = None, progress=None) -> _TSLPSolution:
     """Build and solve the time-stepped LP (15)–(20) for ``groups`` over ``L`` steps.
 
     Column blocks: link flows ``(g, t, e)``, holds ``(g, t, u)`` for ``t < L-1``,
-    sinks ``(j, t)``, step loads ``U_t``.
+    sinks ``(j, t)``, step loads ``U_t``.  With ``symmetry`` (groups = its orbit
+    representatives) the per-step link and host rows are one per orbit, each
+    flow counted ``link_mult`` / ``node_mult`` times (the quotient LP of
+    :mod:`~a2a_compiler.solve.symmetry`).
     """
     N, E = topology.n_nodes, topology.n_links
     src, dst, cap = topology.src, topology.dst, topology.capacity
+    if symmetry is None:
+        link_row, link_mult, row_cap = np.arange(E), np.ones(E), cap
+        node_row, node_mult = np.arange(N), np.ones(N)
+    else:
+        link_row, link_mult, row_cap = symmetry.link_class, symmetry.link_mult, cap[symmetry.class_link]
+        node_row, node_mult = symmetry.node_class, symmetry.node_mult
+    C, V = len(row_cap), int(node_row.max()) + 1
     G, J = len(groups.source), len(groups.sink_group)
     H = max(L - 1, 0)
     n_f, n_h, n_s = G * L * E, G * H * N, J * L
@@ -162,40 +174,46 @@ def _ts_lp(topology: Topology, fabric: Fabric, L: int, groups: _Groups, solver: 
     lo.append(np.ones(J)), hi.append(np.ones(J))
     r0 += J
 
-    # Link capacity per step (16): Σ_g f(g,t,e) - cap_e U_t <= 0.
+    # Link capacity per step (16): Σ_g f(g,t,e) - cap_e U_t <= 0 (per link orbit under symmetry).
     cap_rows = r0
-    add(r0 + ft * E + fe, f_col, 1.0)
-    te_t, te_e = np.divmod(np.arange(L * E), E)
-    add(r0 + te_t * E + te_e, o_u + te_t, -cap[te_e])
-    lo.append(np.full(L * E, -np.inf)), hi.append(np.zeros(L * E))
-    r0 += L * E
+    add(r0 + ft * C + link_row[fe], f_col, link_mult[fe])
+    tc_t, tc_c = np.divmod(np.arange(L * C), C)
+    add(r0 + tc_t * C + tc_c, o_u + tc_t, -row_cap[tc_c])
+    lo.append(np.full(L * C, -np.inf)), hi.append(np.zeros(L * C))
+    r0 += L * C
 
-    # Host–NIC bottleneck per step (§3.2.2): two rows per (t, host), in and out.
+    # Host–NIC bottleneck per step (§3.2.2): two rows per (t, host), in and out (per host orbit).
     if fabric.host_bw is not None:
         hc = fabric.host_capacity
-        tv_t, tv_v = np.divmod(np.arange(L * N), N)
-        r_in, r_out = r0 + tv_t * N + tv_v, r0 + L * N + tv_t * N + tv_v
+        tv_t, tv_v = np.divmod(np.arange(L * V), V)
+        r_in, r_out = r0 + tv_t * V + tv_v, r0 + L * V + tv_t * V + tv_v
         if fabric.forwarding == "host":
-            add(r_in[ft * N + dst[fe]], f_col, 1.0)
-            add(r_out[ft * N + src[fe]], f_col, 1.0)
+            add(r_in[ft * V + node_row[dst[fe]]], f_col, node_mult[dst[fe]])
+            add(r_out[ft * V + node_row[src[fe]]], f_col, node_mult[src[fe]])
         else:   # nic: only sunk bytes (in) and the source's own bytes (out)
-            add(r_in[st * N + sv], s_col, 1.0)
+            add(r_in[st * V + node_row[sv]], s_col, node_mult[sv])
             own = src[fe] == groups.source[fg]
-            add(r_out[ft[own] * N + src[fe[own]]], f_col[own], 1.0)
+            add(r_out[ft[own] * V + node_row[src[fe[own]]]], f_col[own], node_mult[src[fe[own]]])
         add(np.concatenate([r_in, r_out]), o_u + np.concatenate([tv_t, tv_t]), -hc)
-        lo.append(np.full(2 * L * N, -np.inf)), hi.append(np.zeros(2 * L * N))
-        r0 += 2 * L * N
+        lo.append(np.full(2 * L * V, -np.inf)), hi.append(np.zeros(2 * L * V))
+        r0 += 2 * L * V
 
     A = sp.csc_array((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(r0, n_col))
     c = np.zeros(n_col)
     c[o_u:] = 1.0
     if solver == "auto":
         solver = "simplex" if n_col <= SIMPLEX_MAX_COLUMNS else "ipm"
-    res = solve_lp(c, A, np.concatenate(lo), np.concatenate(hi), solver=solver)
+    if progress:
+        progress(f"tsmcf: {L} steps, LP {r0} rows, {n_col} columns, {A.nnz} nonzeros; solving with {solver}")
+    res = solve_lp(c, A, np.concatenate(lo), np.concatenate(hi), solver=solver, label=f"tsmcf LP ({L} steps)",
+                   progress=progress)
     x = np.maximum(res.x, 0.0)
     x[x < FLOW_EPS] = 0.0
+    # dual lengths per link and host; an orbit's dual spread over its members (Symmetry.lengths)
     duals = np.abs(res.row_dual[cap_rows:])
-    hosts = duals[L * E:].reshape(2, L, N) if fabric.host_bw is not None else (None, None)
+    links = link_mult * duals[:L * C].reshape(L, C)[:, link_row]
+    hosts = (node_mult * duals[L * C:].reshape(2, L, V)[:, :, node_row] if fabric.host_bw is not None
+             else (None, None))
     return _TSLPSolution(
         objective=res.objective,
         U=x[o_u:].copy(),
@@ -203,14 +221,37 @@ def _ts_lp(topology: Topology, fabric: Fabric, L: int, groups: _Groups, solver: 
         hold=x[o_h:o_s].reshape(G, H, N),
         sink=x[o_s:o_u].reshape(J, L),
         seconds=res.seconds,
-        lengths=(duals[:L * E].reshape(L, E), *hosts),
+        lengths=(links, *hosts),
     )
 
 
-def _source_groups(n: int) -> _Groups:
-    s, v = np.divmod(np.arange(n * n), n)
-    keep = s != v
-    return _Groups(np.arange(n), s[keep], v[keep])
+def _source_groups(n: int, sources: np.ndarray | None = None) -> _Groups:
+    """One group per source (default: every node), sinking one unit at every other node."""
+    sources = np.arange(n) if sources is None else np.asarray(sources, dtype=np.int64)
+    g, v = np.divmod(np.arange(len(sources) * n), n)
+    keep = v != sources[g]
+    return _Groups(sources, g[keep], v[keep])
+
+
+def _expand(sol: _TSLPSolution, symmetry: Symmetry) -> _TSLPSolution:
+    """The every-source solution of :func:`_source_groups` from the orbit representatives' solution."""
+    R, L, _ = sol.flow.shape
+    N = len(symmetry.source_rep)
+    sink = np.zeros((R, L, N))
+    g, v = np.divmod(np.arange(R * N), N)
+    keep = v != symmetry.reps[g]
+    sink[g[keep], :, v[keep]] = sol.sink
+    sink = symmetry.expand_sources(sink, lambda e: symmetry.node_perm[e])          # (N, L, N)
+    s, v = np.divmod(np.arange(N * N), N)
+    return _TSLPSolution(
+        objective=sol.objective,
+        U=sol.U,
+        flow=symmetry.expand_sources(sol.flow, lambda e: symmetry.link_perm[e]),
+        hold=symmetry.expand_sources(sol.hold, lambda e: symmetry.node_perm[e]),
+        sink=sink[s[s != v], :, v[s != v]],
+        seconds=sol.seconds,
+        lengths=sol.lengths,
+    )
 
 
 def _commodity_groups(n: int) -> _Groups:
@@ -264,6 +305,7 @@ def tsmcf(
     *,
     steps: int | None = None,
     decomposed: bool = True,
+    symmetry: str | bool = "auto",
     solver: str = "auto",
     progress=None,
 ) -> FlowSolution:
@@ -280,6 +322,13 @@ def tsmcf(
     decomposed : solve the source-grouped master LP and split flows per
         destination (default, scales to hundreds of nodes); ``False`` solves the
         full per-commodity LP (reference).
+    symmetry : ``"on"``: quotient the decomposed LP by the largest checked
+        automorphism group acting freely on the hosts
+        (:mod:`~a2a_compiler.solve.symmetry`; one source per orbit: hypercubes
+        and tori solve one source's flow), then move that flow to every source.
+        Same optimum; ``info["symmetry"]``.  ``"auto"`` (default): only when the
+        plain LP at ``diameter`` steps has more than
+        :data:`~a2a_compiler.solve.symmetry.AUTO_MIN_COLUMNS` columns; ``"off"``: never.
     solver : HiGHS solver for the LPs (``simplex``, ``ipm``, ``pdlp``) or ``auto``:
         simplex for LPs of at most :data:`SIMPLEX_MAX_COLUMNS` columns (its
         vertex solutions on small symmetric graphs have round weights that
@@ -308,10 +357,19 @@ def tsmcf(
     candidates = [steps] if steps is not None else range(diam, diam + MAX_EXTRA_STEPS + 1)
     bound = time_lower_bound(topology, fabric, stats)
     t0 = time.perf_counter()
+    plain_columns = topology.n_nodes * candidates[0] * topology.n_links
+    sym = find_symmetry(topology) if decomposed and wanted(symmetry, plain_columns) else None
+    if sym is not None and sym.order == 1:
+        sym = None
+    if progress and sym is not None:
+        progress(f"symmetry: {sym.family}; LP over {len(sym.reps)} of {topology.n_hosts} sources")
+    if not decomposed:
+        groups = _commodity_groups(topology.n_nodes)
+    else:
+        groups = _source_groups(topology.n_nodes, None if sym is None else sym.reps)
     best, tried = None, []
     for L in candidates:
-        groups = _source_groups(topology.n_nodes) if decomposed else _commodity_groups(topology.n_nodes)
-        sol = _ts_lp(topology, fabric, L, groups, solver)
+        sol = _ts_lp(topology, fabric, L, groups, solver, sym, progress)
         tried.append([L, sol.objective])
         if progress:
             progress(f"tsmcf: {L} steps -> sum U_t = {sol.objective:.6g} ({sol.seconds:.2f} s LP)")
@@ -321,6 +379,8 @@ def tsmcf(
         if sol.objective <= bound * (1 + STEP_TOLERANCE):
             break   # more steps cannot beat the distance bound
     lp_seconds = time.perf_counter() - t0
+    if sym is not None:
+        best = _expand(best, sym)
     L = best.flow.shape[1]
     N, E = topology.n_nodes, topology.n_links
     t1 = time.perf_counter()
@@ -346,5 +406,6 @@ def tsmcf(
         n_steps=L,
         step_loads=best.U.copy(),
         link_flows=flows,
-        info={"l_max": L, "diameter": diam, "distance_bound_time": bound, "decomposed": decomposed, "solver": solver, "objective_by_steps": tried},
+        info={"l_max": L, "diameter": diam, "distance_bound_time": bound, "decomposed": decomposed, "solver": solver,
+              "symmetry": (sym or Symmetry.trivial(topology)).summary(), "objective_by_steps": tried},
     )

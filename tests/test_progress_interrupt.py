@@ -1,0 +1,140 @@
+"""Progress reporting (stderr, HiGHS iteration ticks) and Ctrl-C during LPs and worker pools."""
+
+import io
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from a2a_compiler.progress import Progress
+from a2a_compiler.solve.lp import solve_lp
+from a2a_compiler.solve.mcf import flow_lp
+from a2a_compiler.topology import from_spec
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_progress_lines_carry_elapsed_time():
+    out = io.StringIO()
+    p = Progress(stream=out, interval=1e9)
+    p("master LP: 10 rows")
+    p.tick("LP: iteration 1")
+    p.tick("LP: iteration 2")                 # within the interval: dropped
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 2
+    assert lines[0].endswith("] master LP: 10 rows") and lines[0].startswith("[")
+    assert lines[1].endswith("] LP: iteration 1")
+    assert float(lines[0][1:lines[0].index(" s]")]) >= 0
+
+
+def test_delay_holds_only_the_latest_line_and_close_drops_it():
+    out = io.StringIO()
+    with Progress(stream=out, delay=1e9) as p:
+        p("first")
+        p("second")
+        assert out.getvalue() == ""
+        p.flush()
+        assert out.getvalue().splitlines()[0].endswith("] second")
+        p("third")
+    assert "third" not in out.getvalue()
+
+
+def _master_lp(n):
+    g = from_spec(f"genkautz:{n},4")
+    s, d = np.divmod(np.arange(n * n), n)
+    sinks = sp.coo_array((np.ones(n * n - n), (s[s != d], d[s != d])), shape=(n, n))
+    A, lo, hi = flow_lp(g, np.arange(n), sinks)
+    c = np.zeros(A.shape[1])
+    c[0] = 1
+    return c, A, lo, hi
+
+
+def test_highs_iterations_reach_progress_not_stdout(capfd):
+    c, A, lo, hi = _master_lp(24)
+    seen = []
+    res = solve_lp(c, A, lo, hi, solver="ipm", label="master LP", progress=seen.append)
+    assert res.status == "Optimal"
+    iterations = [m for m in seen if m.startswith("master LP: iteration ")]
+    assert len(iterations) >= 5
+    assert abs(float(iterations[-1].rsplit("objective ", 1)[1]) - res.objective) <= 1e-6 * res.objective
+    assert capfd.readouterr().out == ""       # HiGHS logs through the callback only
+
+
+def _wait_for(proc, stream, needle):
+    """Lines of ``stream`` up to the first containing ``needle`` (the process must print it)."""
+    lines = []
+    for line in iter(stream.readline, ""):
+        lines.append(line)
+        if needle in line:
+            return lines
+    proc.wait(timeout=60)
+    other = proc.stderr if stream is proc.stdout else proc.stdout
+    raise AssertionError(f"{needle!r} never appeared; exit {proc.returncode}: {lines} {other.read()}")
+
+
+def test_ctrl_c_stops_a_running_master_lp(tmp_path):
+    """SIGINT while HiGHS iterates: exit 130, one line after the progress, no traceback, no file."""
+    out = tmp_path / "never.npz"
+    p = subprocess.Popen([sys.executable, "-m", "a2a_compiler", "solve", "genkautz:400,4", "--symmetry", "off",
+                          "--save", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         cwd=tmp_path)
+    try:
+        _wait_for(p, p.stderr, "master LP: iteration")
+        p.send_signal(signal.SIGINT)
+        stdout, rest = p.communicate(timeout=120)
+    finally:
+        p.kill()
+    assert p.returncode == 130
+    assert rest.splitlines()[-1] == "a2a solve: interrupted"
+    assert [ln for ln in rest.splitlines() if not ln.startswith("[")] == ["a2a solve: interrupted"]
+    assert "Traceback" not in rest and stdout == ""
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_ctrl_c_terminates_worker_processes(tmp_path):
+    script = tmp_path / "nap.py"
+    script.write_text(textwrap.dedent("""
+        import os, sys, time
+        from a2a_compiler.solve.decomp import map_chunks
+        from a2a_compiler.topology import from_spec
+
+        def nap(graph, i):
+            print("worker", os.getpid(), flush=True)
+            time.sleep(600)
+
+        if __name__ == "__main__":
+            try:
+                map_chunks(from_spec("ring:4"), nap, [(i,) for i in range(4)], workers=2)
+            except KeyboardInterrupt:
+                print("interrupted", flush=True)
+                sys.exit(130)
+    """))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    p = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=env)
+    try:
+        lines = _wait_for(p, p.stdout, "worker")
+        lines += _wait_for(p, p.stdout, "worker")
+        pids = [int(ln.split()[1]) for ln in lines if ln.startswith("worker")]
+        p.send_signal(signal.SIGINT)
+        stdout, stderr = p.communicate(timeout=120)
+    finally:
+        p.kill()
+    assert p.returncode == 130 and stdout.strip() == "interrupted"
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr
+    for pid in pids:                           # terminated and reaped by the pool
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError(f"worker {pid} still alive")
