@@ -30,6 +30,7 @@ import scipy.sparse as sp
 
 from ..errors import A2AError
 from ..fabric import Fabric
+from ..progress import tick_of
 from ..topology.model import Topology
 from .certificate import Routing, decompose_commodities, decompose_flow, dual_upper_bound, solve_graph
 from .lp import solve_lp
@@ -100,9 +101,11 @@ def map_chunks(graph: Topology, func, chunk_args: list, *, workers: int = 1, mpi
     Local workers ignore SIGINT; on Ctrl-C (or any error) the parent
     terminates them before the exception propagates.
     """
+    tick = tick_of(progress)
+
     def report(i):
-        if progress and ((i + 1) % -(-len(chunk_args) // 10) == 0 or i + 1 == len(chunk_args)):
-            progress(f"{label}: {i + 1}/{len(chunk_args)} done")
+        if progress:
+            (progress if i + 1 == len(chunk_args) else tick)(f"{label}: {i + 1}/{len(chunk_args)} done")
 
     out = []
     if workers <= 1 and not mpi:

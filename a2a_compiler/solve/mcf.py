@@ -25,7 +25,7 @@ from .symmetry import Symmetry
 #: Default solver choice for the flow LPs: see :func:`pick_solver`.
 DEFAULT_SOLVER = "auto"
 #: Above this many nonzeros ``auto`` switches from IPM to PDLP.  Measured on the
-#: GenKautz d=4 master LP (tools/bench_solvers.py): N=256 (0.8M nonzeros) ipm 31 s,
+#: plain GenKautz d=4 master LP (no symmetry): N=256 (0.8M nonzeros) ipm 31 s,
 #: pdlp 25 s; N=512 (3.1M) ipm 445 s, pdlp 239 s; N=64: simplex 3.6 s, ipm 0.33 s, pdlp 0.5 s.
 PDLP_ABOVE_NNZ = 2_000_000
 

@@ -1,0 +1,54 @@
+"""``a2a compare``: optimal all-to-all times beside the Theorem 1 bound (Basu et al. §5.4, Fig. 10)."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from a2a_compiler.cli import main
+from a2a_compiler.compare import compare
+
+
+def test_closed_forms_and_the_bound(capsys):
+    assert main(["compare", "hypercube:4", "torus:4x4", "genkautz:16,4", "--json", "--quiet"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    rows = {r["spec"]: r for r in out["rows"]}
+    assert [r["spec"] for r in out["rows"]] == ["hypercube:4", "torus:4x4", "genkautz:16,4"]
+    # Q4 and the 4x4 torus are the same graph: F = 2/N = 8/k^3 = 1/8, time 8
+    assert rows["hypercube:4"]["alltoall_time"] == pytest.approx(8, rel=1e-7)
+    assert rows["torus:4x4"]["alltoall_time"] == pytest.approx(8, rel=1e-7)
+    # Theorem 1 for N=16, d=4: depths 1 x4 + 2 x11 = 26, over d: 6.5
+    assert rows["torus:4x4"]["thm1_time"] == 6.5 and rows["torus:4x4"]["degree"] == 4
+    assert rows["torus:4x4"]["ratio"] == pytest.approx(8 / 6.5, rel=1e-7)
+    gk = rows["genkautz:16,4"]
+    assert gk["thm1_time"] == 6.5 and 1.0 <= gk["ratio"] < 8 / 6.5   # the expander beats the torus
+    assert out["best"] == "genkautz:16,4" and gk["gap"] <= 1e-6
+    assert out["fabric"]["link_bw"] is None and gk["throughput_bound_GBps"] is None
+
+
+def test_library_rows_and_fabric():
+    c = compare(["ring:6"], None)
+    (row,) = c.rows
+    assert row.alltoall_time == pytest.approx(9 / 2, rel=1e-7)     # ring C_6: F = 2 / floor(36/4)
+    assert row.thm1_time == (1 * 2 + 2 * 3) / 2                       # binary arborescence on 6 nodes
+    assert c.best is row
+
+
+def test_text_output_and_plot(tmp_path, capsys):
+    png = tmp_path / "cmp.png"
+    assert main(["compare", "torus:4x4", "genkautz:16,4", "--plot", str(png), "--quiet"]) == 0
+    text = capsys.readouterr().out.splitlines()
+    assert text[0].split() == ["topology", "hosts", "deg", "a2a", "time", "thm1", "ratio", "vs", "best"]
+    assert text[1].startswith(" torus:4x4") and text[2].startswith("*genkautz:16,4")
+    assert text[1].endswith("x") and text[-1] == f"saved {png}"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_errors_are_one_line_without_output(tmp_path):
+    png = tmp_path / "never.png"
+    r = subprocess.run([sys.executable, "-m", "a2a_compiler", "compare", "torus:4x4", "genkautz:16", "--plot",
+                        str(png)], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stdout == "" and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and r.stderr.startswith("a2a compare: error: ")
+    assert not png.exists()

@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""Solver at scale: our mcf-decomp against the plain master LP in HiGHS, on GenKautz d=4 (Basu et al. §5.3).
+
+For every N, in one run:
+
+* ``plain``: the master LP of eqs. 6–9 over every source (per-unit form,
+  :func:`a2a_compiler.solve.mcf.flow_lp`) handed to HiGHS's interior point
+  solver IPX with HiGHS's defaults (presolve, crossover), timed from building
+  the LP to HiGHS's answer;
+* ``ours``: ``a2a_compiler.solve(..., method="mcf-decomp")`` with its defaults
+  (symmetry quotient, IPX without crossover, per-source split, certificate):
+  the whole solve, certified.
+
+Each is a fresh subprocess (so peak memory, ``ru_maxrss``, is its own) with a
+timeout.  Printed per N: wall and CPU seconds of both, their ratios
+(ours / plain), F of both and their relative difference, our certified gap,
+peak memory, and the load average around the run (the machine may be shared).
+A plain LP that hits the timeout gives a bound on the ratio (``<``).
+
+    python tools/bench_solve.py                              # N = 64 128 256 512 1000
+    python tools/bench_solve.py --sizes 256 --json
+    flock /tmp/a2a-bench.lock python tools/bench_solve.py --sizes 1000 --plain-max 512
+
+Progress of every run goes to stderr (``--quiet`` silences it); Ctrl-C stops
+the running child and exits 130.  Not a test: the plain LPs take hours at N=1000.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+#: Kinds of run a child process performs.
+KINDS = ("plain", "ours")
+
+
+def child(kind: str, spec: str, options: dict, quiet: bool) -> dict:
+    """Run one solve in this process and return its record (called in the child)."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    from a2a_compiler.progress import Progress
+    from a2a_compiler.topology import from_spec
+
+    progress = None if quiet else Progress(interval=5.0)
+    topo = from_spec(spec)
+    wall, cpu = time.perf_counter(), time.process_time()
+    if kind == "plain":
+        from a2a_compiler.solve.lp import solve_lp
+        from a2a_compiler.solve.mcf import flow_lp
+
+        n = topo.n_hosts
+        s, d = np.divmod(np.arange(n * n), n)
+        sinks = sp.coo_array((np.ones(n * n - n), (s[s != d], d[s != d])), shape=(n, topo.n_nodes))
+        A, lo, hi = flow_lp(topo, np.arange(n), sinks)
+        if progress:
+            progress(f"plain master LP: {A.shape[0]} rows, {A.shape[1]} columns, {A.nnz} nonzeros")
+        c = np.zeros(A.shape[1])
+        c[0] = 1.0
+        res = solve_lp(c, A, lo, hi, solver=options.get("solver", "ipm-crossover"), inexact_ok=True,
+                       label="plain master LP", progress=progress)
+        record = {"F": 1.0 / res.objective, "status": res.status, "iterations": res.iterations,
+                  "lp_rows": A.shape[0], "lp_columns": A.shape[1], "lp_nonzeros": int(A.nnz)}
+    else:
+        from a2a_compiler.solve import solve
+
+        sol = solve(topo, method=options.get("method", "mcf-decomp"), progress=progress,
+                    **{k: v for k, v in options.items() if k != "method"})
+        record = {"F": sol.concurrent_flow, "upper_bound": sol.upper_bound, "gap": sol.gap, "status": sol.status,
+                  "timings": sol.timings, "symmetry": sol.info.get("symmetry"),
+                  "iterations": sol.info.get("lp_iterations"), "lp_rows": sol.info.get("lp_rows"),
+                  "lp_columns": sol.info.get("lp_columns")}
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return {"kind": kind, "spec": spec, "wall_s": time.perf_counter() - wall, "cpu_s": time.process_time() - cpu,
+            "peak_rss_GB": usage.ru_maxrss / 1e6, **record}
+
+
+def measure(kind: str, spec: str, *, options: dict | None = None, timeout: float = 1800,
+            quiet: bool = False) -> dict:
+    """Run :func:`child` in a fresh process; ``{"timeout": seconds}`` if it did not finish in time.
+
+    The child's progress goes to this process's stderr; its record comes back on stdout.
+    """
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", kind, spec, json.dumps(options or {})]
+    if quiet:
+        cmd.append("--quiet")
+    load = os.getloadavg()[0]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    try:
+        out, _ = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate()
+        return {"kind": kind, "spec": spec, "timeout": timeout, "load_before": load}
+    except BaseException:
+        p.kill()
+        p.communicate()
+        raise
+    if p.returncode != 0:
+        raise RuntimeError(f"{kind} {spec} failed with exit status {p.returncode}")
+    return {**json.loads(out.strip().splitlines()[-1]), "load_before": load, "load_after": os.getloadavg()[0]}
+
+
+def _fmt(x, spec=".1f"):
+    return "-" if x is None else format(x, spec)
+
+
+def row(n: int, plain: dict | None, ours: dict) -> dict:
+    """The comparison of one N: ratios of ours to plain (``ratio_*_below`` when plain timed out)."""
+    out = {"N": n, "plain": plain, "ours": ours}
+    if plain and "timeout" not in plain:
+        out.update(ratio_wall=ours["wall_s"] / plain["wall_s"], ratio_cpu=ours["cpu_s"] / plain["cpu_s"],
+                   F_rel_diff=abs(ours["F"] - plain["F"]) / plain["F"])
+    elif plain:
+        out.update(ratio_wall_below=ours["wall_s"] / plain["timeout"])
+    return out
+
+
+def print_row(r: dict) -> None:
+    p, o = r["plain"], r["ours"]
+    if p is None:
+        plain = f"{'(not run)':>19s}"
+    elif "timeout" in p:
+        plain = f"{'>' + format(p['timeout'], '.0f'):>9s} {'-':>9s}"
+    else:
+        plain = f"{p['wall_s']:9.1f} {p['cpu_s']:9.1f}"
+    ratio = (f"{r['ratio_wall']:7.3f} {r['ratio_cpu']:7.3f}" if "ratio_wall" in r
+             else f"{'<' + format(r['ratio_wall_below'], '.3f'):>7s} {'-':>7s}" if "ratio_wall_below" in r
+             else f"{'-':>7s} {'-':>7s}")
+    sym = o.get("symmetry") or {}
+    print(f"{r['N']:5d} {plain} {_fmt(None if p is None or 'timeout' in p else p['peak_rss_GB'], '.2f'):>6s} "
+          f"{o['wall_s']:8.1f} {o['cpu_s']:8.1f} {o['peak_rss_GB']:6.2f} {ratio} {o['F']:.9f} "
+          f"{_fmt(r.get('F_rel_diff'), '.1e'):>8s} {o['gap']:8.1e} {sym.get('order', 1):5d} "
+          f"{o['load_before']:5.1f}", flush=True)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="64,128,256,512,1000", help="comma-separated N (default 64,...,1000)")
+    ap.add_argument("--degree", type=int, default=4, help="GenKautz degree d (default 4)")
+    ap.add_argument("--plain-max", type=int, default=1000, metavar="N",
+                    help="run the plain LP only up to this N (default 1000: all)")
+    ap.add_argument("--plain-solver", default="ipm-crossover",
+                    help="solve_lp preset for the plain LP (default ipm-crossover: IPX with HiGHS's defaults)")
+    ap.add_argument("--timeout", type=float, default=1800, help="seconds per run (default 1800)")
+    ap.add_argument("--json", action="store_true", help="one JSON record per N on stdout instead of the table")
+    ap.add_argument("--quiet", action="store_true", help="no progress from the runs on stderr")
+    ap.add_argument("--child", nargs=3, metavar=("KIND", "SPEC", "OPTIONS"), help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        kind, spec, options = args.child
+        try:
+            print(json.dumps(child(kind, spec, json.loads(options), args.quiet)), flush=True)
+        except KeyboardInterrupt:   # the parent reports the interrupt
+            return 130
+        return 0
+    try:
+        sizes = [int(x) for x in args.sizes.split(",")]
+    except ValueError:
+        ap.error(f"--sizes must be comma-separated integers, got {args.sizes!r}")
+    if not args.json:
+        print(f"GenKautz d={args.degree}: ours = mcf-decomp (certified), plain = master LP in HiGHS "
+              f"({args.plain_solver}); times in seconds, memory = peak RSS in GB, load = 1-min load average")
+        print(f"{'N':>5s} {'plain wall':>9s} {'plain cpu':>9s} {'GB':>6s} {'our wall':>8s} {'our cpu':>8s} "
+              f"{'GB':>6s} {'r wall':>7s} {'r cpu':>7s} {'F (ours)':>11s} {'|dF|/F':>8s} {'gap':>8s} "
+              f"{'|sym|':>5s} {'load':>5s}", flush=True)
+    try:
+        for n in sizes:
+            spec = f"genkautz:{n},{args.degree}"
+            ours = measure("ours", spec, timeout=args.timeout, quiet=args.quiet)
+            if "timeout" in ours:
+                print(f"{n:5d} ours: no result within {args.timeout:.0f} s", file=sys.stderr, flush=True)
+                continue
+            plain = (measure("plain", spec, options={"solver": args.plain_solver}, timeout=args.timeout,
+                             quiet=args.quiet) if n <= args.plain_max else None)
+            r = row(n, plain, ours)
+            if args.json:
+                print(json.dumps(r), flush=True)
+            else:
+                print_row(r)
+    except KeyboardInterrupt:
+        print("bench_solve: interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
