@@ -35,8 +35,9 @@ import subprocess
 import sys
 import time
 
-#: Kinds of run a child process performs.
-KINDS = ("plain", "ours")
+#: Kinds of run a child process performs: the plain master LP, a solve method
+#: (``options["method"]``, default mcf-decomp), a routing engine (``options["engine"]``).
+KINDS = ("plain", "ours", "route")
 
 
 def child(kind: str, spec: str, options: dict, quiet: bool) -> dict:
@@ -66,6 +67,12 @@ def child(kind: str, spec: str, options: dict, quiet: bool) -> dict:
                        label="plain master LP", progress=progress)
         record = {"F": 1.0 / res.objective, "status": res.status, "iterations": res.iterations,
                   "lp_rows": A.shape[0], "lp_columns": A.shape[1], "lp_nonzeros": int(A.nnz)}
+    elif kind == "route":
+        from a2a_compiler.routes import route
+
+        rs = route(topo, options["engine"], **{k: v for k, v in options.items() if k != "engine"})
+        record = {"alltoall_time": rs.alltoall_time, "lp_time": rs.lp_time, "bound": rs.bound,
+                  "optimal": rs.optimal, "mip_gap": rs.mip_gap}
     else:
         from a2a_compiler.solve import solve
 
@@ -74,7 +81,7 @@ def child(kind: str, spec: str, options: dict, quiet: bool) -> dict:
         record = {"F": sol.concurrent_flow, "upper_bound": sol.upper_bound, "gap": sol.gap, "status": sol.status,
                   "timings": sol.timings, "symmetry": sol.info.get("symmetry"),
                   "iterations": sol.info.get("lp_iterations"), "lp_rows": sol.info.get("lp_rows"),
-                  "lp_columns": sol.info.get("lp_columns")}
+                  "lp_columns": sol.info.get("lp_columns"), "alltoall_time": sol.a2a_time}
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return {"kind": kind, "spec": spec, "wall_s": time.perf_counter() - wall, "cpu_s": time.process_time() - cpu,
             "peak_rss_GB": usage.ru_maxrss / 1e6, **record}
@@ -86,6 +93,8 @@ def measure(kind: str, spec: str, *, options: dict | None = None, timeout: float
 
     The child's progress goes to this process's stderr; its record comes back on stdout.
     """
+    if kind not in KINDS:
+        raise ValueError(f"unknown kind {kind!r}; one of {', '.join(KINDS)}")
     cmd = [sys.executable, os.path.abspath(__file__), "--child", kind, spec, json.dumps(options or {})]
     if quiet:
         cmd.append("--quiet")
