@@ -107,7 +107,7 @@ def ilp(topology: Topology, fabric: Fabric | None = None, *, paths: str = "disjo
         progress(f"{algo}: {len(node_paths)} candidate paths for {len(pairs)} pairs; greedy start {start[0]:.6g}; "
                  f"branch and bound for up to {time_limit:g} s")
     res = solve_mip(c, A, lower, upper, integrality, 0.0, col_upper, time_limit=time_limit, rel_gap=eps,
-                    start=start, options=MIP_OPTIONS)
+                    start=start, options=MIP_OPTIONS, progress=progress)
     chosen = np.zeros(len(pairs), dtype=np.int64)
     x = res.x[1:]
     for k in range(len(pairs)):   # the path with the largest value of each pair (binary up to tolerance)
