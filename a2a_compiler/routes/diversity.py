@@ -159,8 +159,9 @@ def route_diversity(routes: RouteSet, view: RouterView, samples: int = 1000, see
 
 def topology_diversity(topology: Topology, view: RouterView, limit: int, samples: int, seed: int = 0) -> dict:
     """Table IV's columns for ``topology``: CDP ``c_l`` (mean, 1% tail) and PI (mean, 99.9% tail) over
-    ``samples`` random router pairs / pairs of pairs, as fractions of the network radix ``k'``."""
-    routers = view.routers
+    ``samples`` random pairs / pairs of pairs of the routers that carry hosts, as fractions of their network
+    radix ``k'`` (links to other routers; a fat tree's leaf switches and their up-links)."""
+    routers = np.flatnonzero(view.hosts > 0)
     radix = int(np.bincount(topology.src[view.link], minlength=topology.n_nodes)[routers].max())
     rng = np.random.default_rng(seed)
     c, pi = [], []
