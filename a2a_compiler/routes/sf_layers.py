@@ -69,6 +69,9 @@ def sf_layer_tables(view: RouterView, n_layers: int, rng: np.random.Generator) -
     catalog = path_catalog(view, diameter + 2)
     pairs = catalog.pairs
     n_pairs = len(pairs)
+    used = np.zeros((n_pairs, t.n_links), dtype=bool)           # links of each pair's routes so far
+    pair_of = np.zeros((t.n_nodes, t.n_nodes), dtype=np.int64)
+    pair_of[pairs[:, 0], pairs[:, 1]] = np.arange(n_pairs)
 
     def record(nxt: np.ndarray) -> np.ndarray:
         """Mark the links of every pair's route in ``nxt``; return which routes are non-minimal."""
@@ -78,9 +81,6 @@ def sf_layer_tables(view: RouterView, n_layers: int, rng: np.random.Generator) -
         used[i, links[i, j]] = True
         return (links >= 0).sum(1) > dist[pairs[:, 0], pairs[:, 1]]
 
-    used = np.zeros((n_pairs, t.n_links), dtype=bool)
-    pair_of = np.zeros((t.n_nodes, t.n_nodes), dtype=np.int64)
-    pair_of[pairs[:, 0], pairs[:, 1]] = np.arange(n_pairs)
     record(base)
     placed = np.zeros(n_pairs, dtype=np.int64)
     hosts = view.hosts.astype(float)

@@ -9,8 +9,9 @@
   ``fatpaths`` (4 layers, both variants) and, on Slim Fly, ``sf-layers`` emit.
 * ``sf5-alltoall``: slimfly:5 (50 routers, 200 hosts), all-to-all: MCF-extP
   against sf-min, sf-val, fatpaths and sf-layers by max link load, with the
-  virtual lanes each needs; and, on the emulated testbed, the 50-router
-  slimfly:5,p=0 (the run with 200 ranks does not fit a 2-core machine).
+  virtual lanes each needs, on slimfly:5 and its router-only model; and the
+  same routings measured on the emulated testbed on slimfly:3,p=0 (18 ranks:
+  slimfly:5's 200 or 50 ranks do not fit a 2-core machine).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from a2a_compiler.fabric import Fabric, parse_bandwidth
 from a2a_compiler.routes import route
 from a2a_compiler.routes.diversity import topology_diversity
 from a2a_compiler.routes.ftree import extract_tree, ftree_tables
@@ -170,65 +172,75 @@ def fatpaths_table4(out: Path, quick: bool) -> None:
 # ------------------------------------------------------- slimfly:5 panel
 PANEL = [("mcf-extp", {}), ("sf-min", {}), ("sf-val", {}), ("fatpaths", {"layers": 4}),
          ("sf-layers", {"layers": 4})]
+#: the Slim Fly small enough to emulate here (18 ranks): slimfly:5's 200 (or 50) ranks do not fit 2 cores
+TESTBED_SPEC, TESTBED_BW = "slimfly:3,p=0", "10Mbps"
 
 
-def _testbed(schedules: dict[str, Path], spec: str) -> dict:
-    """Measured algorithm bandwidth per schedule on the emulated testbed (``a2a testbed bench``), if root."""
+def _testbed(schedules: dict[str, Path]) -> dict:
+    """``a2a testbed bench`` of the schedules under NIC forwarding (root needed); ``{}`` if it cannot run."""
     a2a = shutil.which("a2a")
     if a2a is None:
         return {}
-    cmd = [a2a, "testbed", "bench", spec, "--forwarding", "nic", "--sizes", "64K", "--iters", "3", "--json",
-           "-q", "--name", "hpcsf"]
+    cmd = [a2a, "testbed", "bench", TESTBED_SPEC, "--forwarding", "nic", "--link-bw", TESTBED_BW, "--sizes", "64K",
+           "--iters", "3", "--json", "-q", "--name", "hpcsf"]
     for path in schedules.values():
         cmd += ["--schedule", str(path)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode:
-        _log(f"testbed not measured: {proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else proc.returncode}")
+    if not proc.stdout.strip():
+        _log(f"testbed not measured: {(proc.stderr.strip().splitlines() or ['exit %d' % proc.returncode])[-1]}")
         return {}
     return json.loads(proc.stdout)
 
 
 def sf5_alltoall(out: Path, quick: bool) -> None:
     header = ["spec", "algo", "route_time", "file_time", "mcf_time", "ratio", "vls", "paths_per_pair",
-              "testbed_algbw_MBps", "testbed_bound_fraction", "seconds"]
+              "testbed_algbw_MBps", "testbed_bound_fraction", "testbed_failures", "seconds"]
     rows = []
-    specs = ["slimfly:5,p=0"] if quick else ["slimfly:5", "slimfly:5,p=0"]
-    measured = {}
-    for spec in specs:
-        t = from_spec(spec)
-        mcf_time = None
+    specs = ["slimfly:5,p=0"] if quick else ["slimfly:5", "slimfly:5,p=0", TESTBED_SPEC]
+    with tempfile.TemporaryDirectory(prefix="sf5-") as tmp:
         files = {}
-        tmp = Path(tempfile.mkdtemp(prefix="sf5-"))
-        for algo, opts in PANEL:
-            t0 = time.perf_counter()
-            deadlock = "dfsssp" if algo == "mcf-extp" else None
-            r = route_schedule(t, algo, deadlock=deadlock, mcf_time=mcf_time, **opts)
-            mcf_time = r.mcf_time
-            files[algo] = tmp / f"{algo}.xml"
-            files[algo].write_bytes(r.xml)
-            per_pair = len(r.routes.paths) / (t.n_hosts * (t.n_hosts - 1))
-            rows.append([spec, algo, r.routes.alltoall_time, r.alltoall_time, r.mcf_time,
-                         r.alltoall_time / r.mcf_time, r.layers, per_pair, None, None, time.perf_counter() - t0])
-            _log(f"{spec} {algo}: max link load {r.alltoall_time:g} (MCF {r.mcf_time:g}), {r.layers} VLs")
-        if t.n_hosts <= 50 and not quick:
-            measured[spec] = _testbed(files, spec)
-        shutil.rmtree(tmp, ignore_errors=True)
+        for spec in specs:
+            t = from_spec(spec)
+            mcf_time = None
+            for algo, opts in PANEL:
+                t0 = time.perf_counter()
+                deadlock = "dfsssp" if algo == "mcf-extp" else None
+                fabric = Fabric(link_bw=parse_bandwidth(TESTBED_BW), forwarding="nic") if spec == TESTBED_SPEC else None
+                r = route_schedule(t, algo, fabric, deadlock=deadlock, mcf_time=mcf_time, **opts)
+                mcf_time = r.mcf_time
+                if spec == TESTBED_SPEC:
+                    files[algo] = Path(tmp, f"{algo}.xml")
+                    files[algo].write_bytes(r.xml)
+                per_pair = len(r.routes.paths) / (t.n_hosts * (t.n_hosts - 1))
+                rows.append([spec, algo, r.routes.alltoall_time, r.alltoall_time, r.mcf_time,
+                             r.alltoall_time / r.mcf_time, r.layers, per_pair, None, None, None,
+                             time.perf_counter() - t0])
+                _log(f"{spec} {algo}: max link load {r.alltoall_time:g} (MCF {r.mcf_time:g}), {r.layers} VLs")
+        bench = _testbed(files) if files else {}
     for row in rows:
-        for entry in measured.get(row[0], {}).get("results", []):
-            if entry["label"] == row[1] and not entry["failures"]:
-                row[8], row[9] = entry["algbw_Bps"] / 1e6, entry["bound_fraction"]
+        for entry in bench.get("results", []):
+            if row[0] == TESTBED_SPEC and entry["label"] == row[1]:
+                row[8:11] = entry["algbw_Bps"] / 1e6, entry["bound_fraction"], "; ".join(entry["failures"])
+    if bench.get("warnings"):
+        _log("testbed warnings: " + "; ".join(bench["warnings"][:2]))
     write_csv(out / "sf5-alltoall.csv", header, rows)
-    fig, axes = figure(ncols=len(specs), width=4.6, height=3.6)
-    for ax, spec in zip(axes[0], specs):
+    panels = [(spec, "load") for spec in specs] + ([(TESTBED_SPEC, "testbed")] if bench else [])
+    fig, axes = figure(ncols=len(panels), width=4.2, height=3.6)
+    for ax, (spec, kind) in zip(axes[0], panels):
         sel = [r for r in rows if r[0] == spec]
-        ax.bar([r[1] for r in sel], [r[5] for r in sel], color="tab:blue")
-        for i, r in enumerate(sel):
-            ax.text(i, r[5], f"{r[5]:.2f}\n{r[6]} VL", ha="center", va="bottom", fontsize=7)
-        ax.axhline(1.0, color="black", lw=0.8)
-        ax.set_ylabel("max link load / MCF")
-        ax.set_title(f"{spec}: all-to-all", fontsize=9)
+        if kind == "testbed":
+            ax.bar([r[1] for r in sel], [r[8] or 0 for r in sel], color="tab:green")
+            ax.set_ylabel("measured algorithm bandwidth (MB/s)")
+            ax.set_title(f"{spec} on the testbed ({TESTBED_BW} links)", fontsize=9)
+        else:
+            ax.bar([r[1] for r in sel], [r[5] for r in sel], color="tab:blue")
+            for i, r in enumerate(sel):
+                ax.text(i, r[5], f"{r[5]:.2f}\n{r[6]} VL", ha="center", va="bottom", fontsize=7)
+            ax.axhline(1.0, color="black", lw=0.8)
+            ax.set_ylabel("max link load / MCF")
+            ax.set_ylim(0, max(r[5] for r in sel) * 1.3)
+            ax.set_title(f"{spec}: all-to-all", fontsize=9)
         ax.tick_params(axis="x", labelsize=7, rotation=30)
-        ax.set_ylim(0, max(r[5] for r in sel) * 1.3)
     save_png(fig, out / "sf5-alltoall.png")
 
 
