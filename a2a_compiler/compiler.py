@@ -189,7 +189,7 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
             steps: int | None = None, paths: str | None = None, max_paths: int | None = None,
             solver: str | None = None, channels: int | None = None, instances: int | None = None,
             proto: str | None = None, min_bytes: int | None = None, max_bytes: int | None = None,
-            name: str | None = None, progress=None) -> CompileResult:
+            rcs: bool | None = None, name: str | None = None, progress=None) -> CompileResult:
     """Compile an all-to-all schedule for ``source`` and lower it to ``emit`` (Basu et al. §3–§4).
 
     ``source`` is a topology spec (``"torus:3x3x3"``), a
@@ -205,7 +205,7 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
     (16), ``min_fidelity`` (the smallest ``C`` reaching it; for MSCCL measured
     on the lowered program), tsMCF ``steps``.  MSCCL: ``channels``,
     ``instances`` (1), ``proto`` (Simple), ``min_bytes``, ``max_bytes`` (0 = no
-    limit).  ``name`` goes into the file.  Each keyword is the ``a2a compile``
+    limit), ``rcs`` (False).  ``name`` goes into the file.  Each keyword is the ``a2a compile``
     option of the same name (``max_chunks`` is ``--max-chunks``), with the same
     defaults; errors name the option that way.
 
@@ -224,7 +224,7 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
         raise A2AError(f"--emit must be one of {', '.join(EMITS)}, got {emit!r}")
     kind = EMITS[emit][0]
     msccl = {k: v for k, v in (("channels", channels), ("instances", instances), ("proto", proto),
-                               ("min_bytes", min_bytes), ("max_bytes", max_bytes)) if v is not None}
+                               ("min_bytes", min_bytes), ("max_bytes", max_bytes), ("rcs", rcs)) if v is not None}
     if msccl and emit != "msccl":
         raise A2AError(f"{', '.join(map(flag, msccl))} appl{'ies' if len(msccl) == 1 else 'y'} to --emit msccl only")
     lower = _lowering(emit, name, msccl)

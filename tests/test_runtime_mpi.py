@@ -237,3 +237,12 @@ def test_ctrl_c_during_a_run_is_one_line():
     os.killpg(p.pid, signal.SIGINT)
     _, err = p.communicate(timeout=60)
     assert err == "a2a run: interrupted\n" and p.returncode in (130, 9)
+
+
+def test_rcs_program_is_byte_exact(tmp_path):
+    import a2a_compiler
+
+    path = a2a_compiler.compile("hypercube:3", "msccl", rcs=True).write(tmp_path / "hc3-rcs.xml")
+    assert b'type="rcs"' in path.read_bytes()
+    out = run_json(8, path, "-b", "1", "-e", "100", "-f", "99", "--check", "all")
+    assert [(r["bytes"], r["verified"]) for r in out["results"]] == [(1, True), (99, True)]

@@ -50,7 +50,7 @@ def main(argv=None) -> int:
         fids = [fidelity(chunk_link_schedule(topo, sol, chunks=c)) for c in CAPS]
         t2 = time.perf_counter()
         chosen = chunk_link_schedule(topo, sol, max_chunks=16)
-        print(f"{item:<34} {sol.n_steps:>5} {sol.a2a_time:>8.4f} " + " ".join(f"{f:>7.4f}" for f in fids)
+        print(f"{item:<34} {sol.n_steps:>5} {sol.lp_time:>8.4f} " + " ".join(f"{f:>7.4f}" for f in fids)
               + f" {f'{fidelity(chosen):.4f} (C={chosen.chunks_per_shard})':>14} {t1 - t0:>8.2f} "
               f"{(t2 - t1) / len(CAPS):>8.2f}", flush=True)
     return 0

@@ -68,6 +68,10 @@ def register(sub) -> None:
     for flag, kind, metavar, text in MSCCL_FLAGS:
         m.add_argument(flag, type=kind, metavar=metavar, help=text)
     m.add_argument("--proto", choices=("Simple", "LL", "LL128"), help="NCCL protocol the executor uses (default Simple)")
+    m.add_argument("--rcs", action="store_true", default=None,
+                   help="pass chunks straight on with rcs (receive-copy-send) steps where the reference allows it "
+                        "(3-hop paths whose relays can stage the chunk in its output slot), on extra channels: "
+                        "less scratch, but more steps and thread blocks (docs/formats.md)")
     p.add_argument("--name", help="algorithm name written into the file (default SPEC-METHOD)")
     add_output_args(p, "FILE", "the XML", "format, method, ranks, chunks_per_shard, lp_time, mcf_time, "
                                           "predicted_time, fidelity, mcf_ratio, output, ...")
@@ -77,7 +81,7 @@ def register(sub) -> None:
 #: ``a2a compile`` options that are keywords of :func:`a2a_compiler.compiler.compile`.
 OPTIONS = ("method", "link_bw", "host_bw", "forwarding", "remove_links", "remove_nodes", "seed", "max_chunks",
            "min_fidelity", "steps", "paths", "max_paths", "channels", "instances", "proto", "min_bytes",
-           "max_bytes", "name")
+           "max_bytes", "rcs", "name")
 
 
 def run(args) -> int:

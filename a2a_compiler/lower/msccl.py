@@ -17,7 +17,7 @@ MAX_AUTO_CHANNELS = 8
 
 
 def lower_msccl(schedule: LinkSchedule, *, channels: int | None = None, instances: int = 1, proto: str = "Simple",
-                min_bytes: int = 0, max_bytes: int = 0, name: str | None = None) -> MscclProgram:
+                min_bytes: int = 0, max_bytes: int = 0, rcs: bool = False, name: str | None = None) -> MscclProgram:
     """Lower a time-stepped link schedule to an MSCCL program (Basu et al. §4).
 
     Layout (docs/formats.md): tb 0 copies the self shard; then one receive tb
@@ -28,6 +28,11 @@ def lower_msccl(schedule: LinkSchedule, *, channels: int | None = None, instance
     / ``deps``, ``nop`` chains for several) on the receive that brought it.
     Receives never wait on anything, and every dependency points to an earlier
     time step, so the program cannot deadlock.
+
+    ``rcs=True`` passes chunks on with ``rcs`` steps where the reference
+    allows it (:func:`~a2a_compiler.lower.placement.rcs_chains`), on extra
+    channels; it saves scratch but, measured on the §5.2 torus, costs steps,
+    thread blocks and predicted time (docs/formats.md), so it is off by default.
 
     ``channels=None`` picks the fewest channels (up to 8) that keep every tb
     within 64 steps.  ``instances`` splits each chunk into that many parts, each
@@ -43,7 +48,8 @@ def lower_msccl(schedule: LinkSchedule, *, channels: int | None = None, instance
         raise A2AError("channels and instances must be at least 1")
     candidates = [channels] if channels is not None else range(1, MAX_AUTO_CHANNELS + 1)
     for k in candidates:
-        gpus = _lower_gpus(place(schedule, lanes=k, instances=instances, max_cnt=MAX_CNT))
+        pl = place(schedule, lanes=k, instances=instances, max_cnt=MAX_CNT, rcs=rcs)
+        gpus = _lower_gpus(pl)
         longest = max(((len(tb.steps), -g.id, -tb.id) for g in gpus for tb in g.tbs), default=(0, 0, 0))
         longest = (longest[0], -longest[1], -longest[2])
         if longest[0] <= MAX_STEPS_PER_TB:
@@ -58,24 +64,26 @@ def lower_msccl(schedule: LinkSchedule, *, channels: int | None = None, instance
     if max(ncl, *(g.s_chunks for g in gpus)) > MAX_OFFSET + 1:
         raise A2AError(f"buffers of {max(ncl, *(g.s_chunks for g in gpus))} chunks exceed the executor's "
                        f"offset limit {MAX_OFFSET}; use fewer chunks per shard")
-    return MscclProgram(program_name(schedule, name), proto, k * instances, ncl, n, "alltoall", 0, 1,
+    return MscclProgram(program_name(schedule, name), proto, pl.lanes, ncl, n, "alltoall", 0, 1,
                         int(min_bytes), int(max_bytes), tuple(gpus))
 
 
 def _lower_gpus(pl: Placement) -> list[MscclGpu]:
     n, ncl = pl.n_ranks, pl.n_ranks * pl.chunks_per_shard
+    fused = {r.forwards: r for r in pl.runs if r.forwards >= 0}  # received run id -> the run its rcs sends
     out = []
     for g in range(n):
-        recv_keys = sorted({(r.lane, r.src) for r in pl.runs if r.dst == g})
-        send_keys = sorted({(r.lane, r.dst) for r in pl.runs if r.src == g})
-        for keys, what in ((recv_keys, "receive"), (send_keys, "send")):
-            per_chan = Counter(lane for lane, _ in keys)
+        # thread blocks as (channel, send peer, recv peer): receivers, then rcs relays, then senders
+        recv_keys = sorted({(r.lane, -1, r.src) for r in pl.runs if r.dst == g and r.id not in fused})
+        rcs_keys = sorted({(r.lane, fused[r.id].dst, r.src) for r in pl.runs if r.dst == g and r.id in fused})
+        send_keys = sorted({(r.lane, r.dst, -1) for r in pl.runs if r.src == g and r.forwards < 0})
+        for keys, what in ((recv_keys + rcs_keys, "receive"), (rcs_keys + send_keys, "send")):
+            per_chan = Counter(lane for lane, _, _ in keys)
             if per_chan and max(per_chan.values()) > MAX_PEER_TBS_PER_CHANNEL:
                 raise A2AError(f"gpu {g} needs {max(per_chan.values())} {what} thread blocks on one channel, "
                                f"over the executor's limit of {MAX_PEER_TBS_PER_CHANNEL} (degree too high)")
-        recv_id = {key: 1 + i for i, key in enumerate(recv_keys)}
-        send_id = {key: 1 + len(recv_keys) + i for i, key in enumerate(send_keys)}
-        steps: dict[int, list[MscclStep]] = {tb: [] for tb in range(1 + len(recv_keys) + len(send_keys))}
+        tb_id = {key: 1 + i for i, key in enumerate(recv_keys + rcs_keys + send_keys)}
+        steps: dict[int, list[MscclStep]] = {tb: [] for tb in range(1 + len(tb_id))}
 
         def add(tb, type_, srcbuf, srcoff, dstbuf, dstoff, cnt, dep=(-1, -1)):
             steps[tb].append(MscclStep(len(steps[tb]), type_, srcbuf, srcoff, dstbuf, dstoff, cnt, *dep, 0))
@@ -83,33 +91,46 @@ def _lower_gpus(pl: Placement) -> list[MscclGpu]:
         for c in pl.copies:
             if c.rank == g:
                 add(0, "cpy", "i", c.off, "o", c.off, c.cnt)
-        written_by: dict[int, tuple[int, int]] = {}  # run id -> (recv tb, step)
-        waited: dict[int, dict[int, int]] = {}       # send tb -> {recv tb: last step waited for}
+        done_by: dict[int, tuple[int, int]] = {}  # run id -> (tb, step) of its receive (dst g) or send (src g)
+        waited: dict[int, dict[int, int]] = {}    # tb -> {tb: last step it waited for}
+
+        def wait_for(tb, run_ids):
+            """Dependencies on the steps that did ``run_ids`` here: nops for all but the last, which is returned."""
+            seen = waited.setdefault(tb, {})
+            need: dict[int, int] = {}
+            for a in run_ids:
+                dtb, ds = done_by[a]
+                if dtb != tb and seen.get(dtb, -1) < ds and need.get(dtb, -1) < ds:
+                    need[dtb] = ds
+            deps = sorted(need.items()) or [(-1, -1)]
+            for dep in deps[:-1]:
+                add(tb, "nop", "i", -1, "o", -1, 0, dep)
+            seen.update(need)
+            return deps[-1]
+
         for r in pl.runs:
             if r.dst == g:
-                tb = recv_id[(r.lane, r.src)]
-                written_by[r.id] = (tb, len(steps[tb]))
-                add(tb, "r", r.srcbuf, r.srcoff, r.dstbuf, r.dstoff, r.cnt)
-            elif r.src == g:
-                tb = send_id[(r.lane, r.dst)]
-                seen = waited.setdefault(tb, {})
-                need: dict[int, int] = {}
-                for a in r.after:
-                    dtb, ds = written_by[a]
-                    if seen.get(dtb, -1) < ds and need.get(dtb, -1) < ds:
-                        need[dtb] = ds
-                deps = sorted(need.items()) or [(-1, -1)]
-                for dep in deps[:-1]:
-                    add(tb, "nop", "i", -1, "o", -1, 0, dep)
-                add(tb, "s", r.srcbuf, r.srcoff, r.dstbuf, r.dstoff, r.cnt, deps[-1])
-                seen.update(need)
+                fwd = fused.get(r.id)
+                tb = tb_id[(r.lane, fwd.dst, r.src) if fwd else (r.lane, -1, r.src)]
+                dep = wait_for(tb, r.recv_after)  # a staged chunk's slot: its copy must have left first
+                done_by[r.id] = (tb, len(steps[tb]))
+                if fwd:  # receive, copy and send on from the same slot (src = dst by the executor's rule)
+                    done_by[fwd.id] = done_by[r.id]
+                    add(tb, "rcs", r.dstbuf, r.dstoff, r.dstbuf, r.dstoff, r.cnt, dep)
+                else:
+                    add(tb, "r", r.srcbuf, r.srcoff, r.dstbuf, r.dstoff, r.cnt, dep)
+            elif r.src == g and r.forwards < 0:
+                tb = tb_id[(r.lane, r.dst, -1)]
+                dep = wait_for(tb, r.after)
+                done_by[r.id] = (tb, len(steps[tb]))
+                add(tb, "s", r.srcbuf, r.srcoff, r.dstbuf, r.dstoff, r.cnt, dep)
         targets = {(st.depid, st.deps) for rows in steps.values() for st in rows if st.depid >= 0}
         if any(tb > MAX_DEPID for tb, _ in targets):
             raise A2AError(f"gpu {g}: a dependency on thread block {max(tb for tb, _ in targets)} "
                            f"exceeds the executor's depid limit {MAX_DEPID}; use fewer channels")
         tbs = [MscclThreadBlock(0, -1, -1, 0, _freeze(0, steps[0], targets))]
-        tbs += [MscclThreadBlock(i, -1, peer, lane, _freeze(i, steps[i], targets)) for (lane, peer), i in recv_id.items()]
-        tbs += [MscclThreadBlock(i, peer, -1, lane, _freeze(i, steps[i], targets)) for (lane, peer), i in send_id.items()]
+        tbs += [MscclThreadBlock(i, send, recv, lane, _freeze(i, steps[i], targets))
+                for (lane, send, recv), i in tb_id.items()]
         out.append(MscclGpu(g, ncl, ncl, pl.scratch[g], tuple(tbs)))
     return out
 

@@ -10,7 +10,9 @@ every chunk transfer (a :class:`Move`) for the performance model.
   of :data:`FIFO_SLOTS` messages, receives pop from it.  Local buffer accesses
   are checked against a happens-before order (program order + dependencies,
   vector clocks per gpu): a read of a slot written by another thread block must
-  be ordered after the write, a write after the previous reads and write.  When
+  be ordered after the write, a write after the previous reads and write.  An
+  output slot may hold a chunk passing through (staged for an ``rcs`` relay)
+  before its own chunk; overwriting a delivered chunk is an error.  When
   no thread block can move, the wait-for cycle (or the missing peer) is reported.
 * :func:`simulate_oneccl` runs the step/sync semantics of docs/formats.md.
 * :func:`check_paths` checks that an MPI path schedule's chunks partition every shard
@@ -139,7 +141,7 @@ def simulate_msccl(p: MscclProgram) -> Trace:
         for x, v, mv in zip(range(off, off + len(vals)), vals, moves):
             slot = bufs[g][buf][x]
             if slot.writer is not None:
-                if buf == "o":
+                if buf == "o" and slot.value is not None and slot.value[1] == p.gpus[g].id:
                     trace.error(f"{where(g, tb, s)}: overwrites output chunk o[{x}] already written by tb "
                                 f"{slot.writer[0]} step {slot.writer[1]}")
                 # overwriting scratch never read is a dead write, not an error: if that data was
