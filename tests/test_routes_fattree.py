@@ -148,3 +148,19 @@ def test_cli_pattern_shift(capsys):
     assert d["congestion_avg"] == pytest.approx(36 / 15)
     assert main(["routes", "fattree:2,4", "--algo", "ftree", "--pattern", "shift", "-q"]) == 0
     assert "pattern    shift: congestion worst 1, average 1 over 15 stages" in capsys.readouterr().out
+
+
+def test_ftree_names_a_leaf_without_hosts():
+    """A leaf switch whose hosts are all gone looks like a root to the level BFS; Def. 2's check names it."""
+    from a2a_compiler.topology import Topology
+
+    t = from_spec("fattree:4,3")
+    keep = np.ones(t.n_nodes, dtype=bool)
+    keep[60:64] = False                                    # the last leaf's four hosts
+    new = np.cumsum(keep) - 1
+    ok = keep[t.src] & keep[t.dst]
+    holey = Topology.from_links("holey", 60, np.stack([new[t.src[ok]], new[t.dst[ok]]], 1),
+                                n_switches=t.n_switches, undirected=False)
+    with pytest.raises(A2AError, match=r"linked switches sw15 \(4, 0\) and sw29 \(3, 1\) differ in more than digit 1 "
+                                       r"\(a leaf switch without hosts cannot be ranked"):
+        route(holey, "ftree")

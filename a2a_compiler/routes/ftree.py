@@ -143,8 +143,9 @@ def extract_tree(topology: Topology) -> TreeOrder:
         differ[np.arange(len(i)), i] = False
         if differ.any():
             e = int(np.flatnonzero(differ.any(1))[0])
-            raise _fail(t, f"linked switches {t.names[u[e]]} {tuple(digits[u[e]][::-1])} and {t.names[v[e]]} "
-                           f"{tuple(digits[v[e]][::-1])} differ in more than digit {i[e]}")
+            raise _fail(t, f"linked switches {t.names[u[e]]} {tuple(digits[u[e]][::-1].tolist())} and "
+                           f"{t.names[v[e]]} {tuple(digits[v[e]][::-1].tolist())} differ in more than digit {i[e]} "
+                           "(a leaf switch without hosts cannot be ranked: levels come from the hosts)")
     # leaves in index order I_S = sum_i S_i P_i, P_i from the leaf level's digit ranges
     leaves = np.flatnonzero(level == 0)
     place = np.concatenate([[1], np.cumprod(digits[leaves].max(0, initial=0) + 1)])[:-1]
