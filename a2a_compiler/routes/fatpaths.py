@@ -140,4 +140,5 @@ def fatpaths(topology: Topology, fabric: Fabric | None = None, *, layers: int = 
         balanced_layers(view, layers - 1, rng)
     tables = [minimal_tables(view, rng=rng)] + [minimal_tables(view, m, rng=rng) for m in masks]
     return layered_routes("fatpaths", view, tables, fabric or Fabric(), timings={"route": time.perf_counter() - t0},
-                          info={"variant": variant, "rho": rho if variant == "random" else None, "seed": seed})
+                          info={"variant": variant, "rho": rho if variant == "random" else None, "seed": seed},
+                          progress=progress)

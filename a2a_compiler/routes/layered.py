@@ -42,7 +42,7 @@ def virtual_lanes(view: RouterView, nodes: np.ndarray, scheme: str = "dfsssp") -
 
 
 def layered_routes(algo: str, view: RouterView, tables: list[np.ndarray], fabric: Fabric, *, timings: dict,
-                   info: dict) -> RouteSet:
+                   info: dict, progress=None) -> RouteSet:
     """Routes of every host pair in every layer of router tables ``tables`` (module docstring).
 
     ``info`` gains ``layers``, ``vls`` (virtual lanes DFSSSP needs),
@@ -65,6 +65,8 @@ def layered_routes(algo: str, view: RouterView, tables: list[np.ndarray], fabric
     first, count = first[order], count[order]
     share = np.bincount(pair, minlength=len(src))[pair[first]]
     nodes = nodes[first]
+    if progress:
+        progress(f"{algo}: {len(first)} distinct routes in {n_layers} layers; virtual lanes by DFSSSP")
     lanes, n_lanes = virtual_lanes(view, nodes)
     routes = routes_from_nodes(algo, t, fabric, src[pair[first]], dst[pair[first]], nodes, weight=count / share,
                                layer=lanes, routing_layer=layer[first], timings=timings)

@@ -55,7 +55,7 @@ def _router_routes(view: RouterView, nxt: np.ndarray, pairs: np.ndarray) -> np.n
     return trace(view.topology, nxt, pairs[:, 0], pairs[:, 1], algo="sf-layers")
 
 
-def sf_layer_tables(view: RouterView, n_layers: int, rng: np.random.Generator) -> list[np.ndarray]:
+def sf_layer_tables(view: RouterView, n_layers: int, rng: np.random.Generator, progress=None) -> list[np.ndarray]:
     """Blach et al. Algorithm 1: the router tables ``nxt[r, t]`` of every layer (module docstring)."""
     t = view.topology
     dist = router_distances(view)
@@ -84,7 +84,9 @@ def sf_layer_tables(view: RouterView, n_layers: int, rng: np.random.Generator) -
     record(base)
     placed = np.zeros(n_pairs, dtype=np.int64)
     hosts = view.hosts.astype(float)
-    for _ in range(1, n_layers):
+    for layer in range(1, n_layers):
+        if progress:
+            progress(f"sf-layers: layer {layer} of {n_layers - 1} ({n_pairs} router pairs)")
         nxt = np.full((t.n_nodes, t.n_nodes), -1, dtype=np.int64)
         order = rng.permutation(n_pairs)
         order = order[np.argsort(placed[order], kind="stable")]
@@ -134,6 +136,6 @@ def sf_layers(topology: Topology, fabric: Fabric | None = None, *, layers: int =
         raise A2AError(f"sf-layers: --layers must be in 1..128 (InfiniBand LMC allows 2^7 addresses), got {layers}")
     t0 = time.perf_counter()
     view = router_view(topology)
-    tables = sf_layer_tables(view, layers, np.random.default_rng(seed))
+    tables = sf_layer_tables(view, layers, np.random.default_rng(seed), progress)
     return layered_routes("sf-layers", view, tables, fabric or Fabric(),
-                          timings={"route": time.perf_counter() - t0}, info={"seed": seed})
+                          timings={"route": time.perf_counter() - t0}, info={"seed": seed}, progress=progress)
