@@ -120,3 +120,24 @@ def test_without_root_one_clear_line(monkeypatch):
     with pytest.raises(A2AError, match=r"^the testbed needs root \(network namespaces, veth links and qdiscs need "
                                        r"CAP_NET_ADMIN and CAP_SYS_ADMIN\); run it as root$"):
         cleanup.require_root()
+
+
+def test_slab_fft_is_the_3d_transform():
+    """The FFT workload's phases around an all-to-all done in numpy give numpy's fftn of the whole grid."""
+    from runtimes.testbed import fft
+
+    n, P = 24, 4
+    s = n // P
+    planes = [fft.local_input(n, P, r) for r in range(P)]
+    ref = np.fft.fftn(np.concatenate(planes))
+    sent = [np.fft.fft2(p, axes=(1, 2)).reshape(s, P, s, n).transpose(1, 0, 2, 3) for p in planes]
+    for r in range(P):  # rank r's fft3d, its all-to-all receiving block r of every rank's phase-1 output
+        out, times = fft.fft3d(planes[r], lambda send, recv: recv.__setitem__(slice(None), [b[r] for b in sent]),
+                               P, iter(range(4)).__next__)
+        assert times == (1, 1, 1)
+        assert np.allclose(out, ref[:, r * s:(r + 1) * s, :]) and fft.first_error(out, n, P, r) is None
+        if r == 1:  # rank 1's block checked as rank 0's: the wave (0, 9, 1) of amplitude 2 shows at local y = 3
+            assert fft.first_error(out, n, P, 0) == ("rank 0: FFT output at (kx, ky, kz) = (0, 3, 1) is off by "
+                                                     f"{2 * n ** 3:.3g}")
+    assert fft.shard_bytes(216, 27) == 8 * 8 * 216 * 16
+    assert fft.check_grid(216, 27) is None and "multiple of the rank count 27" in fft.check_grid(100, 27)

@@ -124,7 +124,7 @@ def _capacities(topology: Topology) -> dict:
 
 
 def bench(topology: Topology, fabric: Fabric, schedules: list[Path], *, native: bool = False,
-          default_routes: bool = False, sizes: list[int], iters: int = 5, warmup: int = 1,
+          default_routes: bool = False, sizes: list[int] | None = None, iters: int = 5, warmup: int = 1,
           name: str | None = None, force: bool = False, timeout: float | None = None, fft: int | None = None,
           progress=None) -> BenchResult:
     """Bring a testbed up, measure every schedule and baseline at every size, take it down.
@@ -152,6 +152,8 @@ def bench(topology: Topology, fabric: Fabric, schedules: list[Path], *, native: 
         if fft3d.check_grid(fft, n):
             raise A2AError(fft3d.check_grid(fft, n))
         sizes = [fft3d.shard_bytes(fft, n)]
+    if not sizes:
+        raise A2AError("give the shard sizes to measure (--sizes) or an FFT grid (--fft)")
     flow = solve(topology, fabric, "mcf-decomp").concurrent_flow
     bound = (n - 1) * flow * fabric.link_bw
     name = name or f"b{os.getpid()}"
