@@ -64,12 +64,25 @@ def a2a(*args: str, timeout: float = 180) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def ring_schedules(tmp_path_factory) -> dict[str, Path]:
+    from a2a_compiler.fabric import Fabric
+    from a2a_compiler.formats import program_to_xml
+    from a2a_compiler.routes import RoutedPath, RouteSet
+    from a2a_compiler.topology.spec import from_spec
+    from runtimes.testbed.routes import path_program
+
     d = tmp_path_factory.mktemp("ring")
-    out = {"mpi": d / "r4.mpi.xml", "oneccl": d / "r4.oneccl.xml"}
-    for fmt, path in out.items():
+    out = {"mpi": d / "r4.mpi.xml", "oneccl": d / "r4.oneccl.xml", "clockwise": d / "cw.mpi.xml"}
+    for fmt in ("mpi", "oneccl"):
         extra = ["--forwarding", "nic"] if fmt == "mpi" else []
-        p = a2a("compile", "hypercube:2", "--emit", fmt, "-o", str(path), "-q", *extra)
+        p = a2a("compile", "hypercube:2", "--emit", fmt, "-o", str(out[fmt]), "-q", *extra)
         assert p.returncode == 0, p.stderr
+    # every shard clockwise round the 4-cycle 0-1-3-2 (hypercube:2): the other direction carries no data
+    cycle = [0, 1, 3, 2]
+    paths = [RoutedPath(s, d, tuple(cycle[(cycle.index(s) + k) % 4] for k in range((cycle.index(d) - cycle.index(s))
+                                                                                  % 4 + 1)), 1.0)
+             for s in range(4) for d in range(4) if s != d]
+    out["clockwise"].write_bytes(program_to_xml(path_program(
+        RouteSet("clockwise", from_spec("hypercube:2"), Fabric(), tuple(paths)), "clockwise")))
     return out
 
 
@@ -111,14 +124,14 @@ def test_bench_on_a_four_node_fabric(ring_schedules):
     name = _name("ci")
     p = a2a("testbed", "bench", "hypercube:2", "--forwarding", "nic", "--name", name, "--sizes", "64K",
             "--iters", "2", "--schedule", str(ring_schedules["mpi"]), "--schedule", str(ring_schedules["oneccl"]),
-            "--native", "--default-routes", "--json", "-q")
+            "--schedule", str(ring_schedules["clockwise"]), "--native", "--default-routes", "--json", "-q")
     assert _leftovers(name) == []
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     assert (out["spec"], out["nranks"], out["mcf_flow"]) == ("hypercube:2", 4, pytest.approx(0.5))
     assert out["bound_Bps"] == pytest.approx(3 * 0.5 * 2.5e6)
     by = {r["label"]: r for r in out["results"]}
-    assert list(by) == ["r4.mpi", "r4.oneccl", "sssp", "native"]
+    assert list(by) == ["r4.mpi", "r4.oneccl", "cw.mpi", "sssp", "native"]
     for r in by.values():
         assert r["size_bytes"] == 65536 and r["verified"] and r["error"] is None and r["routes_followed"], r
         assert r["time_s"] > 0 and r["algbw_Bps"] == pytest.approx(3 * 65536 / r["time_s"])
@@ -130,11 +143,19 @@ def test_bench_on_a_four_node_fabric(ring_schedules):
     # single shortest paths: 8 shards cross one link and 4 cross two; SSSP puts 2 shards on every link per call
     assert set(by["sssp"]["predicted_link_bytes"].values()) == {2 * 65536 * 2}
     assert by["native"]["predicted_link_bytes"] == by["sssp"]["predicted_link_bytes"]
+    # clockwise 0->1->3->2->0: each of those links carries 6 shards per call; the reverse links carry no data
+    # (only the routes' ACKs, steered back along them, and MPI's barriers), below 1% of the busiest link
+    cw = by["cw.mpi"]
+    assert cw["predicted_link_bytes"] == {"0-1": 786432, "0-2": 0, "1-0": 0, "1-3": 786432, "2-0": 786432,
+                                          "2-3": 0, "3-1": 0, "3-2": 786432}
+    for key in ("0-2", "1-0", "2-3", "3-1"):
+        assert cw["link_bytes"][key] <= 0.01 * 786432, key
     for h in range(4):  # NIC forwarding: relays stay in the NICs, each host link carries only its 3 shards
         assert 0.9 <= by["native"]["host_bytes"][f"nic>{h}"] / (3 * 65536 * 2) <= 1.25
     for r in by.values():  # measured payload follows the routes (also what routes_followed asserts)
         for key, want in r["predicted_link_bytes"].items():
-            assert 0.9 * want <= r["link_bytes"][key] <= 1.25 * want, (r["label"], key)
+            if want:
+                assert 0.9 * want <= r["link_bytes"][key] <= 1.25 * want, (r["label"], key)
 
 
 def test_host_forwarding_relays_through_the_host(ring_schedules):
@@ -152,6 +173,31 @@ def test_host_forwarding_relays_through_the_host(ring_schedules):
     for r in (one, nat):
         for h in range(4):
             assert 0.9 <= r["host_bytes"][f"nic>{h}"] / (4 * 65536 * 2) <= 1.25, (r["label"], h)
+
+
+def test_up_exec_list_down(ring_schedules):
+    """A testbed left running by 'up' runs any MPI program through 'exec' until 'down'."""
+    name = _name("ex")
+    p = a2a("testbed", "up", "hypercube:2", "--name", name, "-q")
+    try:
+        assert p.returncode == 0, p.stderr
+        assert p.stdout.startswith(f"testbed {name}: hypercube:2, ")
+        listed = json.loads(a2a("testbed", "list", "--json").stdout)["testbeds"]
+        mine = [t for t in listed if t["name"] == name]
+        assert len(mine) == 1 and mine[0]["namespaces"] == 9 and mine[0]["routes"] == "sssp"
+        assert mine[0]["owner_pid"] is None and not mine[0]["stale"]
+        run = a2a("testbed", "exec", "--name", name, "--timeout", "120", "--", sys.executable, "-m", "runtimes.mpi",
+                  str(ring_schedules["oneccl"]), "-b", "4K", "-e", "4K", "-n", "2", "-w", "1", "--json")
+        assert run.returncode == 0, run.stderr
+        out = json.loads(run.stdout)
+        assert out["nranks"] == 4 and out["results"][0]["verified"] and out["results"][0]["native_verified"]
+    finally:
+        down = a2a("testbed", "down", "--name", name)
+    assert (down.returncode, down.stdout) == (0, f"removed testbed {name}\n")
+    assert _leftovers(name) == []
+    again = a2a("testbed", "down", "--name", name)
+    assert (again.returncode, again.stderr) == (
+        2, f"a2a testbed: error: no testbed named {name!r}; 'a2a testbed list' shows the running ones\n")
 
 
 def test_wrong_rank_count_fails_in_one_line():

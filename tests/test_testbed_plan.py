@@ -33,6 +33,13 @@ def test_layout_names_and_addresses():
     assert lay.aggregate_rate() == 8 * 2.5e6 + 2 * 4 * 2 * 2.5e6  # cables, and hosts at what their 2 cables carry
 
 
+def test_switches_are_nic_only_namespaces():
+    lay = Layout("sw", from_spec("fattree:2,2"), FAB)  # 4 hosts, 4 switches
+    assert [n for n in lay.namespaces if "-h" in n] == [f"a2tb-sw-h{h}" for h in range(4)]
+    assert [n for n in lay.namespaces if "-n" in n] == [f"a2tb-sw-n{u}" for u in range(8)]
+    assert all(4 <= v for u, v in lay.cables if u < 4)  # hosts hang off switches only
+
+
 def test_layout_refuses_what_it_cannot_emulate():
     with pytest.raises(A2AError, match="one-way links"):
         Layout("x", from_spec("genkautz:8,2"), FAB)

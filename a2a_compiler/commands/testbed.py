@@ -219,19 +219,19 @@ def _print_table(result) -> None:
     print(f"# MCF bound (N-1)*F*b = {h['bound_Bps'] / 1e6:.3f} MB/s (F = {h['mcf_flow']:.6g}); "
           f"{h['iters']} timed iterations after {h['warmup']} warm-up, time = median of the slowest rank's")
     native = {r["size_bytes"]: r["algbw_Bps"] for r in result.results if r["kind"] == "native"}
-    cols = ["label", "bytes", "time(s)", "MB/s", "pred MB/s", "%bound", "x native", "check", "routes",
-            "busiest meas/pred", "cpu%"]
-    print("# " + "  ".join(f"{c:>12}" if i else f"{c:28}" for i, c in enumerate(cols)))
+    cols = [("label", 24), ("bytes", 9), ("time(s)", 9), ("MB/s", 7), ("pred MB/s", 10), ("%bound", 7),
+            ("x native", 9), ("check", 6), ("routes", 9), ("busiest meas/pred", 18), ("cpu%", 5)]
+    print("# " + " ".join(f"{c:{w}}" if i == 0 else f"{c:>{w}}" for i, (c, w) in enumerate(cols)))
     for r in result.results:
         nat = native.get(r["size_bytes"])
         bl = r["busiest_link"]
-        cells = [r["label"][:28], r["size_bytes"], f"{r['time_s']:.3f}", f"{r['algbw_Bps'] / 1e6:.3f}",
+        cells = [r["label"][:24], r["size_bytes"], f"{r['time_s']:.3f}", f"{r['algbw_Bps'] / 1e6:.3f}",
                  f"{r['predicted_Bps'] / 1e6:.3f}", f"{100 * r['bound_fraction']:.1f}",
                  f"{r['algbw_Bps'] / nat:.2f}" if nat else "-",
                  "ok" if r["verified"] else "FAILED", "ok" if r["routes_followed"] else "OFF-ROUTE",
                  f"{bl['link']} {bl['measured'] / max(bl['predicted'], 1):.2f}",
                  f"{100 * r['cpu']['busy_fraction']:.0f}"]
-        print("  " + "  ".join(f"{c:>12}" if i else f"{c:28}" for i, c in enumerate(cells)))
+        print("  " + " ".join(f"{c:{w}}" if i == 0 else f"{c:>{w}}" for i, (c, (_, w)) in enumerate(zip(cells, cols))))
         if "fft_s" in r:
             f = r["fft_s"]
             print(f"#   3-D FFT of {h['fft_grid']}^3: 2-D FFTs {f['fft2d']:.3f} s, all-to-all {f['alltoall']:.3f} s, "

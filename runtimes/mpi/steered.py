@@ -16,6 +16,7 @@ fabric's forwarding.
 
 from __future__ import annotations
 
+import errno
 import selectors
 import socket
 import struct
@@ -90,7 +91,7 @@ class SteeredRoutes:
                     err = s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
                     if err:
                         raise OSError(err, f"connect {addresses[key][0]} -> {addresses[key][1]}: "
-                                           f"{socket.errno.errorcode.get(err, err)}")
+                                           f"{errno.errorcode.get(err, err)}")
                     sel.unregister(s)
                     s.setblocking(True)
                     s.sendall(_HELLO.pack(_MAGIC, self.rank, key[2]))

@@ -172,9 +172,8 @@ def bench(topology: Topology, fabric: Fabric, schedules: list[Path], *, native: 
                     say(f"{item.label}: {len(steering)} routes steered")
                 jobs.append({"label": item.label, "kind": item.kind, "route_mode": item.route_mode,
                              "file": _program_file(item, tmp), "steering": steering})
-            expected = sum(len(sizes) * (iters + warmup) * _expected_seconds(it, m, topology, fabric)
-                           for it in items for m in sizes)
-            timeout = timeout or 120 + 3 * expected
+            expected = sum((iters + warmup) * it.predicted_time * m / fabric.link_bw for it in items for m in sizes)
+            timeout = timeout or 120 + 10 * expected  # native may run far below its prediction
             job = {"items": jobs, "sizes": sizes, "iters": iters, "warmup": warmup, "fft": fft,
                    "counters": counter_map(tb.layout), "timeout": min(timeout, 600),
                    "host_ns": [tb.layout.host_ns(h) for h in range(n)]}
@@ -208,10 +207,6 @@ def _program_file(item: Item, tmp: str) -> str | None:
     path = Path(tmp, f"{item.label}.xml")
     path.write_bytes(program_to_xml(item.program))
     return str(path)
-
-
-def _expected_seconds(item: Item, m: int, topology: Topology, fabric: Fabric) -> float:
-    return item.predicted_time * m / fabric.link_bw
 
 
 def _job_error(finished, stderr: str) -> str:

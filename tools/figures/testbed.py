@@ -95,8 +95,8 @@ def _rows(fig: str, result, instance: str, paper: dict) -> list[list]:
     return rows
 
 
-def _run(topology, fabric, schedules, quick, **kw):
-    iters = 2 if quick else 5
+def _run(topology, fabric, schedules, quick, iters=5, **kw):
+    iters = 2 if quick else iters
     _log(f"{topology.spec} ({fabric.describe()}): {', '.join(p.name for p in schedules)}"
          + (" + native" if kw.get("native") else "") + (" + sssp" if kw.get("default_routes") else ""))
     result = bench(topology, fabric, schedules, iters=iters, warmup=1, progress=None, **kw)
@@ -202,9 +202,9 @@ def fig5(out_dir: Path, quick: bool) -> None:
                               (f"--remove-{kind}", "3", "--seed", str(seed)))]
             if not quick:
                 files.append(_baseline(topo, fabric, "ilp-disjoint", work / f"torus-{tag}-ilp-disjoint.mpi.xml",
-                                       time_limit=60))
-            result = _run(topo, fabric, files, quick, default_routes=True, sizes=[256 << 10] if quick
-                          else [256 << 10, 1 << 20])
+                                       time_limit=30))
+            result = _run(topo, fabric, files, quick, iters=3, default_routes=True,
+                          sizes=[256 << 10] if quick else [256 << 10, 1 << 20])
             rows += _rows("fig5", result, tag, FIG5_PAPER)
     write_csv(out_dir / "fig5.csv", CSV, rows)
     fig, axes = figure(ncols=2, width=4.2, height=3.2)
