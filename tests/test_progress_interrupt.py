@@ -20,6 +20,12 @@ from a2a_compiler.topology import from_spec
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def _sigint_default():
+    """Child preexec: a shell runs background jobs with SIGINT ignored, and Python keeps an
+    ignored SIGINT ignored; give the child the default disposition a terminal would."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_progress_lines_carry_elapsed_time():
     out = io.StringIO()
     p = Progress(stream=out, interval=1e9)
@@ -83,7 +89,7 @@ def test_ctrl_c_stops_a_running_master_lp(tmp_path):
     out = tmp_path / "never.npz"
     p = subprocess.Popen([sys.executable, "-m", "a2a_compiler", "solve", "genkautz:400,4", "--symmetry", "off",
                           "--save", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         cwd=tmp_path)
+                         cwd=tmp_path, preexec_fn=_sigint_default)
     try:
         _wait_for(p, p.stderr, "master LP: iteration")
         p.send_signal(signal.SIGINT)
@@ -117,7 +123,7 @@ def test_ctrl_c_terminates_worker_processes(tmp_path):
     """))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     p = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env=env)
+                         env=env, preexec_fn=_sigint_default)
     try:
         lines = _wait_for(p, p.stdout, "worker")
         lines += _wait_for(p, p.stdout, "worker")
