@@ -105,11 +105,16 @@ def fig7(out_dir: Path, quick: bool) -> None:
         if pts:
             ax.plot(*zip(*pts), color=color, marker=marker, label=label, lw=1.2, ms=5)
     for name, n, seconds, note in PAPER_FIG7:
+        color = SERIES[name][4] if name in SERIES else "black"
         if seconds is not None:
-            color = SERIES[name][4] if name in SERIES else "black"
             ax.plot([n], [seconds], ls="", marker="*", ms=11, mfc="none", mec=color)
             ax.annotate(f"paper: {name}" + ("" if name in SERIES else " (> this)"), (n, seconds), fontsize=6,
-                        xytext=(4, 4), textcoords="offset points")
+                        xytext=(-10, 6), textcoords="offset points")
+        else:    # a largest N the paper's method reached: a dotted line
+            ax.axvline(n, color=color, lw=0.8, ls=":")
+            ax.annotate(f"paper: {name} limit", (n, 0.02), xycoords=("data", "axes fraction"), fontsize=6,
+                        rotation=90, color=color, xytext=(2, 0), textcoords="offset points")
+    ax.set_xlim(12, 1500)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("N (GenKautz, d = 4)")
