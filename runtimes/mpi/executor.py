@@ -88,6 +88,12 @@ class Alltoall:
     do not divide ``m``, shards are padded to ``C*ceil(m/C)`` bytes in internal
     buffers (one extra copy in and out); otherwise no copy is made.
 
+    ``steering`` (MPI path schedules, ``route_mode="direct"``) maps every
+    route ``(src, dst, route_id)`` to ``(src_ip, dst_ip)``: each route then
+    travels its own TCP connection between those addresses
+    (:class:`~runtimes.mpi.steered.SteeredRoutes`), the equivalent of the
+    paper's per-route UDP source ports (§4).
+
     >>> a2a = Alltoall("torus-3x3x3.xml", MPI.COMM_WORLD)   # doctest: +SKIP
     >>> a2a(send, recv)                                       # doctest: +SKIP
     """
