@@ -280,3 +280,13 @@ def test_signals_tear_down(ring_schedules, sig, code, message):
     out, err = proc.communicate(timeout=60)
     assert (proc.returncode, out, err.strip()) == (code, "", message)
     assert _leftovers(name) == []
+
+
+def test_timeout_kills_the_job_and_tears_down(ring_schedules):
+    """50 calls of 1 MiB shards need ~40 s at 20 Mbit/s; --timeout 8 kills the job, one line, nothing left."""
+    name = _name("to")
+    p = a2a("testbed", "bench", "hypercube:2", "--forwarding", "nic", "--name", name, "--sizes", "1M", "--iters",
+            "50", "--schedule", str(ring_schedules["mpi"]), "--timeout", "8", "-q")
+    assert _leftovers(name) == []
+    assert (p.returncode, p.stdout) == (2, "")
+    assert p.stderr.splitlines() == ["a2a testbed: error: the MPI job did not finish within 8 s and was killed"]

@@ -1,5 +1,6 @@
 """The testbed's pure parts (no root needed): names, addresses, default routes, predicted link bytes."""
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -148,3 +149,38 @@ def test_slab_fft_is_the_3d_transform():
                                                      f"{2 * n ** 3:.3g}")
     assert fft.shard_bytes(216, 27) == 8 * 8 * 216 * 16
     assert fft.check_grid(216, 27) is None and "multiple of the rank count 27" in fft.check_grid(100, 27)
+
+
+def _a2a(*args: str):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "a2a_compiler", *args], cwd=SCHEDULES.parent, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_bench_refuses_buffers_beyond_memory():
+    """Checked before anything is built: 8 ranks x 4 buffers x 8 shards of 1 GiB are 256 GiB."""
+    p = _a2a("testbed", "bench", "hypercube:3", "--native", "--sizes", "1G", "--name", "memx")
+    assert p.returncode == 2 and p.stdout == ""
+    (line,) = p.stderr.splitlines()
+    assert re.fullmatch(r"a2a testbed: error: --sizes 1073741824: 8 ranks need ~256\.0 GiB of buffers, only "
+                        r"\d+\.\d GiB available; use smaller sizes", line), line
+
+
+def test_bench_refuses_runs_of_many_hours():
+    """hypercube:2 native at 20 Mbit/s: a 64 MiB shard call takes 3 x 64 MiB / (1.5 x 2.5 MB/s) = 53.7 s, x 5001."""
+    p = _a2a("testbed", "bench", "hypercube:2", "--native", "--sizes", "64M", "--iters", "5000", "--name", "hrsx")
+    assert p.returncode == 2 and p.stdout == ""
+    hours = 5001 * 3 * 64 * 2**20 / 3.75e6 / 3600
+    assert p.stderr.splitlines() == [
+        f"a2a testbed: error: the schedules alone would run for {hours:.1f} h at the predicted rates (limit 6 h); "
+        "use fewer or smaller --sizes, fewer --iters, or a higher --link-bw"]
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "soon", "inf"])
+def test_bench_timeout_must_be_positive_seconds(value):
+    p = _a2a("testbed", "bench", "hypercube:2", "--native", "--timeout", value)
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.splitlines()[-1] == (f"a2a testbed bench: error: argument --timeout: expected a positive number "
+                                         f"of seconds, got {value!r}")

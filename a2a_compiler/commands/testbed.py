@@ -53,6 +53,16 @@ def _sizes(text: str) -> list[int]:
     return sizes
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
 def _fabric_args(p) -> None:
     add_topology_args(p)
     add_fabric_args(p)
@@ -85,7 +95,7 @@ def register(sub) -> None:
     ex = tsub.add_parser("exec", help="run a command as one MPI rank per host of a running testbed",
                          epilog="example: a2a testbed exec --name demo -- python -m runtimes.mpi FILE -b 64K -e 1M")
     ex.add_argument("--name", metavar="NAME", help="the testbed (default: the only one running)")
-    ex.add_argument("--timeout", type=float, default=600.0, metavar="S",
+    ex.add_argument("--timeout", type=_seconds, default=600.0, metavar="S",
                     help="kill the job after S seconds (default 600)")
     ex.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD", help="the command each rank runs")
     ex.set_defaults(func=run_exec)
@@ -106,6 +116,8 @@ def register(sub) -> None:
     b.add_argument("--fft", type=positive_int, metavar="N",
                    help="run a slab-decomposed 3-D FFT of an N^3 complex grid per iteration instead of bare "
                         "all-to-alls (N a multiple of the host count; --sizes is ignored); reports each phase")
+    b.add_argument("--timeout", type=_seconds, metavar="S",
+                   help="kill the MPI job after S seconds (default: 120 s plus 10 times the predicted run time)")
     b.add_argument("--json", action="store_true", help="print one JSON object (docs/testbed.md) on stdout")
     b.add_argument("--plot", metavar="PNG", help="write a plot of throughput against shard size")
     b.set_defaults(func=run_bench)
@@ -194,7 +206,8 @@ def run_bench(args) -> int:
 
     result = bench(topology_from_args(args), _fabric(args), [Path(s) for s in args.schedule],
                    native=args.native, default_routes=args.default_routes, sizes=args.sizes, iters=args.iters,
-                   warmup=args.warmup, name=args.name, force=args.force, fft=args.fft, progress=_say(args))
+                   warmup=args.warmup, name=args.name, force=args.force, fft=args.fft, timeout=args.timeout,
+                   progress=_say(args))
     if args.plot:
         from runtimes.testbed.plot import plot_bench
 

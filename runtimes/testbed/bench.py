@@ -30,7 +30,7 @@ from .cleanup import signals_raise
 from .counters import counter_map, cpu_use
 from .instance import Testbed
 from .layout import link_key
-from .routes import path_program
+from . import routes as routing
 
 #: Measured link payload must lie within these factors of the prediction ...
 LINK_TOLERANCE = (0.90, 1.25)
@@ -38,6 +38,8 @@ LINK_TOLERANCE = (0.90, 1.25)
 QUIET_FRACTION = 0.01
 #: Warn when the machine's CPUs were busier than this during the timed iterations.
 BUSY_WARNING = 0.90
+#: Refuse benches whose schedules alone would run longer than this at their predicted rates.
+MAX_HOURS = 6
 NATIVE = "native"
 
 
@@ -100,20 +102,19 @@ def prepare(path: Path, topology: Topology, fabric: Fabric) -> Item:
                 report.chunks_per_shard)
 
 
-def _routes_item(testbed: Testbed) -> Item:
+def _routes_item(routes, fabric: Fabric) -> Item:
     """The default routes as a path schedule: steered end to end (NIC forwarding) or relayed by the ranks."""
     from a2a_compiler.verify.performance import routed_performance
 
-    fabric = testbed.layout.fabric
-    program = path_program(testbed.routes, testbed.routes.algo)
+    program = routing.path_program(routes, routes.algo)
     mode = "direct" if fabric.forwarding == "nic" else "relay"
-    perf = routed_performance(program, fabric, _capacities(testbed.layout.topology))
-    return Item(testbed.routes.algo, "schedule", program, None, mode, perf.predicted_time, link_chunks(program), 1)
+    perf = routed_performance(program, fabric, _capacities(routes.topology))
+    return Item(routes.algo, "schedule", program, None, mode, perf.predicted_time, link_chunks(program), 1)
 
 
-def _native_item(testbed: Testbed) -> Item:
+def _native_item(routes, fabric: Fabric) -> Item:
     """Native MPI_Alltoall: every shard on its default route, priced as if all ran at once (an upper bound)."""
-    item = _routes_item(testbed)
+    item = _routes_item(routes, fabric)
     return Item(NATIVE, "native", None, None, None, item.predicted_time, item.link_chunks, 1)
 
 
@@ -154,15 +155,14 @@ def bench(topology: Topology, fabric: Fabric, schedules: list[Path], *, native: 
         sizes = [fft3d.shard_bytes(fft, n)]
     if not sizes:
         raise A2AError("give the shard sizes to measure (--sizes) or an FFT grid (--fft)")
+    routes = routing.default_routes(topology, fabric)
+    items += [_routes_item(routes, fabric)] * default_routes + [_native_item(routes, fabric)] * native
+    _check_resources(items, n, sizes, iters + warmup, fabric)
     flow = solve(topology, fabric, "mcf-decomp").concurrent_flow
     bound = (n - 1) * flow * fabric.link_bw
     name = name or f"b{os.getpid()}"
     warnings: list[str] = []
-    with signals_raise(), Testbed.up(topology, fabric, name, force=force, progress=say) as tb:
-        if default_routes:
-            items.append(_routes_item(tb))
-        if native:
-            items.append(_native_item(tb))
+    with signals_raise(), Testbed.up(topology, fabric, name, routes=routes, force=force, progress=say) as tb:
         with tempfile.TemporaryDirectory(dir=tb.state_dir) as tmp:
             jobs = []
             for item in items:
@@ -195,6 +195,23 @@ def bench(topology: Topology, fabric: Fabric, schedules: list[Path], *, native: 
     by_label = {it.label: it for it in items}
     results = [_result(r, by_label[r["label"]], topology, fabric, bound, iters, warnings) for r in raw]
     return BenchResult(header, results, warnings)
+
+
+def _check_resources(items: list[Item], n: int, sizes: list[int], runs: int, fabric: Fabric) -> None:
+    """Refuse a bench whose buffers cannot fit in memory or whose schedules would run for hours."""
+    try:
+        with open("/proc/meminfo") as fh:
+            avail = next(int(line.split()[1]) * 1024 for line in fh if line.startswith("MemAvailable:"))
+    except (OSError, StopIteration, ValueError):
+        avail = None
+    need = n * 4 * n * max(sizes)  # every rank: send, receive, padding and scratch buffers
+    if avail is not None and need > 0.8 * avail:
+        raise A2AError(f"--sizes {max(sizes)}: {n} ranks need ~{need / 2**30:.1f} GiB of buffers, only "
+                       f"{avail / 2**30:.1f} GiB available; use smaller sizes")
+    hours = sum(runs * it.predicted_time * m / fabric.link_bw for it in items for m in sizes) / 3600
+    if hours > MAX_HOURS:
+        raise A2AError(f"the schedules alone would run for {hours:.1f} h at the predicted rates (limit "
+                       f"{MAX_HOURS} h); use fewer or smaller --sizes, fewer --iters, or a higher --link-bw")
 
 
 def _program_file(item: Item, tmp: str) -> str | None:
