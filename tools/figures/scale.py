@@ -33,9 +33,9 @@ SERIES = {
     "mcf": ("ours", {"method": "mcf"}, [16, 24, 32, 48, 64], [16, 24, 32],
             "tab:red", "s", "MCF original (eqs. 1-5)"),
     "mcf-decomp": ("ours", {"method": "mcf-decomp"}, [16, 32, 64, 128, 256, 500, 512, 1000],
-                   [16, 32, 64, 128, 250], "tab:blue", "o", "MCF-decomp (symmetry quotient)"),
+                   [16, 32, 64, 128, 256, 1000], "tab:blue", "o", "MCF-decomp (symmetry quotient)"),
     "mcf-decomp-plain": ("ours", {"method": "mcf-decomp", "symmetry": "off"}, [16, 32, 64, 128, 256, 512],
-                         [16, 32, 64, 128], "tab:cyan", "o", "MCF-decomp, plain master LP"),
+                         [16, 32, 64, 128, 256], "tab:cyan", "o", "MCF-decomp, plain master LP"),
     "pmcf-disjoint": ("ours", {"method": "pmcf", "paths": "disjoint"}, [16, 32, 64, 128, 256],
                       [16, 32, 64], "tab:green", "D", "pMCF (disjoint paths)"),
     "ilp-disjoint": ("route", {"engine": "ilp-disjoint"}, [16, 24, 32, 44, 64], [16, 24],
@@ -51,6 +51,8 @@ PAPER_FIG7 = [
     ("SCCL", 16, 1e4, "SCCL: no schedule for N = 16 within 10^4 s"),
     ("TACCL", 32, 1800.0, "TACCL: over 30 minutes for N = 32"),
 ]
+#: Wall seconds each run may take (quick, full); the ILP's own time limit is this too.
+FIG7_TIMEOUT = (240.0, 1800.0)
 FIG7_HEADER = ["series", "N", "wall_s", "cpu_s", "peak_rss_GB", "alltoall_time", "gap", "optimal", "symmetry_order",
                "status", "load", "paper_s", "paper"]
 
@@ -71,7 +73,7 @@ def _log(msg: str) -> None:
 def fig7(out_dir: Path, quick: bool) -> None:
     """Solve time against N on GenKautz d=4, every method in its own process with a timeout."""
     bench = _bench()
-    timeout = 120.0 if quick else 1800.0
+    timeout = FIG7_TIMEOUT[not quick]
     rows = []
     for name, (kind, options, sizes, quick_sizes, *_style) in SERIES.items():
         for n in quick_sizes if quick else sizes:
@@ -134,6 +136,10 @@ FAMILIES = {
     "2-D torus": lambda n, seed: f"torus:{math.isqrt(n)}x{math.isqrt(n)}",
 }
 RANDOM = ("Xpander", "Jellyfish")
+#: Sweeps (quick, full): the left panel's N, the right panel's size classes, the random families' seeds.
+FIG10_LEFT = ([16, 32, 64, 100, 128, 250], [16, 32, 64, 100, 128, 200, 250, 256, 400, 500, 1000])
+FIG10_CLASSES = ([64, 100], [64, 100, 144, 256])
+FIG10_SEEDS = ([1], [1, 2, 3])
 FIG10_HEADER = ["panel", "family", "N_class", "spec", "hosts", "alltoall_time", "thm1_time", "ratio", "gap", "paper"]
 PAPER_FIG10 = {
     "GenKautz": "close to the bound, ratio approaching 1 for large N",
@@ -145,9 +151,7 @@ PAPER_FIG10 = {
 
 def fig10(out_dir: Path, quick: bool) -> None:
     """GenKautz d=4 against the Theorem 1 bound over N, and against expanders and 2-D tori."""
-    left = [16, 32, 64, 100, 128, 250] if quick else [16, 32, 64, 100, 128, 200, 250, 256, 400, 500, 1000]
-    classes = [64, 100] if quick else [64, 100, 144, 256]
-    seeds = [1] if quick else [1, 2, 3]
+    left, classes, seeds = (sweep[not quick] for sweep in (FIG10_LEFT, FIG10_CLASSES, FIG10_SEEDS))
     rows = []
     progress = Progress(interval=10.0)
     for r in compare([f"genkautz:{n},4" for n in left], progress=progress).rows:
