@@ -38,3 +38,19 @@ def test_readme_lists_every_schedule_with_its_command():
 
 def test_recompiled_schedules_are_byte_identical():
     assert make_schedules.main(["--check"]) == 0
+
+
+def test_fidelity_needs_the_fabric_the_file_was_compiled_for(capsys):
+    """The torus oneCCL file records LP 13.5 (host-NIC bottleneck); on plain links it prices at 10.5,
+    which no fidelity can describe: verify says so instead of reporting 13.5 / 10.5 = 1.29."""
+    f = str(SCHEDULES / "torus-3x3x3-tsmcf.oneccl.xml")
+    assert main(["verify", f, "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert (d["predicted_time"], d["file_lp_time"], d["fidelity"]) == (10.5, 13.5, None)
+    assert d["warnings"] == ["the file's LP time 13.5 exceeds its predicted time 10.5 on this fabric, so it was "
+                             "compiled for another one: give --link-bw, --host-bw and --forwarding as at compile "
+                             "time for its fidelity"]
+    assert main(["verify", f, "--link-bw", "25Gbps", "--host-bw", "100Gbps", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert (d["predicted_time"], d["warnings"]) == (13.875, [])
+    assert d["fidelity"] == pytest.approx(13.5 / 13.875, rel=1e-12)

@@ -66,9 +66,11 @@ class Report:
     @property
     def fidelity(self) -> float | None:
         """The file's own LP time / predicted time (<= 1): ``a2a compile``'s ``fidelity``; needs a recorded
-        ``lp_time`` (oneCCL and MPI path files; MSCCL XML has no place for it)."""
+        ``lp_time`` (oneCCL and MPI path files; MSCCL XML has no place for it).  ``None`` above 1 too: the
+        LP time is a lower bound on the fabric it was solved for, so the file was compiled for another one."""
         p = self.perf
-        return None if p is None or not self.file_lp_time else ratio(self.file_lp_time, p.predicted_time)
+        r = None if p is None or not self.file_lp_time else ratio(self.file_lp_time, p.predicted_time)
+        return None if r is None or r > 1 else r
 
     def messages(self) -> list[str]:
         """Every error as ``check: message``."""
@@ -207,6 +209,11 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
     if report.valid:  # the cost model needs a complete, well-formed schedule
         report.perf = performance.program_performance(program, fabric, caps, trace)
         report.file_lp_time = getattr(program, "lp_time", None)
+        if report.file_lp_time and report.fidelity is None:
+            report.warnings.append(
+                f"the file's LP time {report.file_lp_time:.6g} exceeds its predicted time "
+                f"{report.perf.predicted_time:.6g} on this fabric, so it was compiled for another one: give "
+                f"--link-bw, --host-bw and --forwarding as at compile time for its fidelity")
     if topology is not None and lp and not report.errors["topology"]:
         from ..solve import solve
 
