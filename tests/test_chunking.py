@@ -29,7 +29,7 @@ def test_chunk_candidates():
 
 @pytest.mark.parametrize("spec, chunks, steps", [("bipartite:4", 4, 2), ("hypercube:3", 3, 3), ("twisted-hypercube:3", 2, 2)])
 def test_tsmcf_link_schedules_are_exact(spec, chunks, steps):
-    """Smallest C reaching fidelity 0.95: the LP's flows are multiples of 1/C, so chunking loses nothing."""
+    """Smallest C reaching fidelity 0.97: the LP's flows are multiples of 1/C, so chunking loses nothing."""
     sch = build_schedule(from_spec(spec), Fabric(), "tsmcf")
     assert isinstance(sch, LinkSchedule)
     validate(sch)

@@ -125,7 +125,7 @@ def test_rcs_passes_chunks_straight_on():
     from a2a_compiler.formats.msccl import msccl_to_xml
     from a2a_compiler.lower.msccl import lower_msccl
 
-    schedule = compile_schedule("genkautz:16,2", "msccl").schedule
+    schedule = compile_schedule("genkautz:16,2", "msccl", min_fidelity=0.95).schedule
     plain, fused = lower_msccl(schedule), lower_msccl(schedule, rcs=True)
     steps = [st for g in fused.gpus for tb in g.tbs for st in tb.steps]
     assert sum(st.type == "rcs" for st in steps) == 10

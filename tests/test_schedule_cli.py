@@ -39,7 +39,7 @@ def test_torus_bottleneck_fabric_fidelity(tmp_path, capsys):
     assert (s["steps"], s["chunks_per_shard"]) == (3, 2)
     assert s["predicted_time"] == 13.875      # = 111/8: host-NIC terms come in units of 1/(C·hc) = 1/8
     assert s["fidelity"] == pytest.approx(13.5 / 13.875, rel=1e-7)
-    assert s["fidelity"] >= 0.95
+    assert s["fidelity"] >= 0.97
     # determinism: a second build writes the same bytes
     assert run(capsys, "torus:3x3x3", *fab, "-o", str(b), "-q")[0] == 0
     assert a.read_bytes() == b.read_bytes()

@@ -3,7 +3,7 @@
 fidelity = lp_time / predicted_time (docs/formats.md, "Schedule IR JSON").  For each
 topology tsMCF is solved once, then the flows are chunked with exactly C chunks per
 shard for C in 1, 2, 4, 8, 16, and with the compiler's own choice (smallest C <= 16
-reaching fidelity 0.95).  Not a test: run it by hand, e.g.
+reaching fidelity 0.97).  Not a test: run it by hand, e.g.
 
     python tools/bench_fidelity.py
     python tools/bench_fidelity.py hypercube:3 torus:3x3x3@25Gbps,100Gbps,host

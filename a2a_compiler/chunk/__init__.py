@@ -40,7 +40,7 @@ def build_schedule(
     """Solve ``topology`` under ``fabric`` with ``method`` and chunk the flows (Basu et al. §3, §4).
 
     ``max_chunks`` caps chunks per shard; the smallest ``C`` reaching
-    ``min_fidelity`` is used (default: the smallest reaching 0.95, else the best;
+    ``min_fidelity`` is used (default: the smallest reaching 0.97, else the best;
     an explicit ``min_fidelity`` that no ``C`` reaches is an error).  ``steps``
     fixes tsMCF's ``l_max``; ``solve_options`` go to the solver (e.g. pmcf's
     ``paths``); ``program_time(schedule)`` prices a candidate as the program that

@@ -31,7 +31,7 @@ from .ir import LinkSchedule, PathSchedule, Route, Transfer
 #: ``C`` values tried (those <= max_chunks, plus max_chunks itself).
 CHUNK_CANDIDATES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 #: Fidelity (lp_time / predicted_time) that is good enough to stop at a smaller C.
-FIDELITY_TARGET = 0.95
+FIDELITY_TARGET = 0.97
 #: Path weights below this are LP noise.
 WEIGHT_EPS = 1e-9
 #: Upper bound on local-search sweeps over all shards.

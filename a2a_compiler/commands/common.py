@@ -63,7 +63,7 @@ def add_chunking_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--min-fidelity", type=fraction, metavar="F",
                    help="fidelity target in (0, 1]: the smallest C whose schedule (compile: whose program; for "
                         "msccl its dataflow time counts) reaches it; none reaching it is an error (default: the "
-                        "smallest C reaching 0.95, else the best)")
+                        "smallest C reaching 0.97, else the best)")
     g.add_argument("--steps", type=positive_int, metavar="L",
                    help="tsmcf only: number of time steps l_max (>= diameter); default: chosen automatically "
                         "(diameter, diameter+1, ... while the LP optimum improves)")
