@@ -70,6 +70,12 @@ class BenchResult:
     def to_json(self) -> dict:
         return {**self.header, "warnings": self.warnings, "results": self.results}
 
+    @classmethod
+    def from_json(cls, obj: dict) -> BenchResult:
+        """The inverse of :meth:`to_json` (a result saved by ``bench --json``)."""
+        header = {k: v for k, v in obj.items() if k not in ("warnings", "results")}
+        return cls(header, obj["results"], obj["warnings"])
+
 
 def link_chunks(program) -> dict[tuple[int, int], int]:
     """Chunks each directed link carries in one call of ``program`` (every hop of every route or message)."""

@@ -21,16 +21,18 @@ and tears it down, and needs root.
 
 from __future__ import annotations
 
+import json
 import statistics
 import subprocess
 import sys
 from pathlib import Path
 
 from a2a_compiler.fabric import Fabric
+from a2a_compiler.files import atomic_write
 from a2a_compiler.routes.schedule import route_schedule
 from a2a_compiler.topology.puncture import puncture
 from a2a_compiler.topology.spec import from_spec
-from runtimes.testbed.bench import bench
+from runtimes.testbed.bench import BenchResult, bench
 
 from ._common import figure, save_png, write_csv
 
@@ -187,28 +189,63 @@ FIG5_PAPER = {"MCF-extP": "far above SSSP, slightly below ILP-disjoint (injectio
               "SSSP": "~30% higher max link load than MCF and ILP-disjoint"}
 
 
-def fig5(out_dir: Path, quick: bool) -> None:
-    """Quick: 5 seeds of each kind, 256 KiB, 2 iterations; full: 10 seeds, 256 KiB and 1 MiB, 3 iterations."""
-    rows = []
-    work = out_dir / "fig5-schedules"
+#: quick / full: seeds of each kind, shard sizes, timed iterations, ILP-disjoint's time limit (s)
+FIG5_SWEEPS = {True: (range(5), [256 << 10], 2, 10), False: (range(10), [256 << 10, 1 << 20], 2, 30)}
+FIG5_KINDS = ("links", "nodes")
+
+
+def _fig5_dir(out_dir: Path, quick: bool) -> Path:
+    work = out_dir / f"fig5-{'quick' if quick else 'full'}"
     work.mkdir(exist_ok=True)
-    seeds = range(5) if quick else range(10)
-    base = from_spec("torus:3x3x3")
-    fabric = _fabric("torus:3x3x3", "nic")
-    for kind in ("links", "nodes"):
+    return work
+
+
+def _punctured(kind: str, seed: int):
+    return puncture(from_spec("torus:3x3x3"), seed=seed, **{f"remove_{kind}": 3})
+
+
+def fig5_schedules(out_dir: Path, quick: bool, kind: str, seed: int) -> list[Path]:
+    """MCF-extP and ILP-disjoint for one punctured torus, compiled once per sweep directory."""
+    work, fabric = _fig5_dir(out_dir, quick), _fabric("torus:3x3x3", "nic")
+    mcf, ilp = work / f"torus-{kind}-{seed}-mcf-extp.mpi.xml", work / f"torus-{kind}-{seed}-ilp-disjoint.mpi.xml"
+    if not mcf.exists():
+        _compile("torus:3x3x3", fabric, "mpi", "mcf-extp", mcf, (f"--remove-{kind}", "3", "--seed", str(seed)))
+    if not ilp.exists():
+        _baseline(_punctured(kind, seed), fabric, "ilp-disjoint", ilp, time_limit=FIG5_SWEEPS[quick][3])
+    return [mcf, ilp]
+
+
+def fig5_instance(out_dir: Path, quick: bool, kind: str, seed: int) -> BenchResult:
+    """Measure one punctured torus of the sweep, or reuse its result saved by an earlier (interrupted) run.
+
+    Schedules and results live in ``out_dir/fig5-quick`` or ``fig5-full``:
+    rerunning the sweep resumes it; delete that directory to measure anew.
+    """
+    _, sizes, iters, _ = FIG5_SWEEPS[quick]
+    saved = _fig5_dir(out_dir, quick) / f"{kind}-{seed}.json"
+    if saved.exists():
+        _log(f"{kind}-{seed}: measured by an earlier run ({saved}), reused")
+        return BenchResult.from_json(json.loads(saved.read_text()))
+    files = fig5_schedules(out_dir, quick, kind, seed)
+    result = _run(_punctured(kind, seed), _fabric("torus:3x3x3", "nic"), files, quick, iters=iters,
+                  default_routes=True, sizes=sizes)
+    atomic_write(saved, json.dumps(result.to_json()))
+    return result
+
+
+def fig5(out_dir: Path, quick: bool) -> None:
+    """Quick: 5 seeds of each kind at 256 KiB; full: 10 seeds at 256 KiB and 1 MiB (:data:`FIG5_SWEEPS`).
+
+    Resumable: every instance's result is saved as it is measured (:func:`fig5_instance`).
+    """
+    seeds = FIG5_SWEEPS[quick][0]
+    rows = []
+    for kind in FIG5_KINDS:
         for seed in seeds:
-            topo = puncture(base, seed=seed, **{f"remove_{kind}": 3})
-            tag = f"{kind}-{seed}"
-            files = [_compile("torus:3x3x3", fabric, "mpi", "mcf-extp", work / f"torus-{tag}-mcf-extp.mpi.xml",
-                              (f"--remove-{kind}", "3", "--seed", str(seed))),
-                     _baseline(topo, fabric, "ilp-disjoint", work / f"torus-{tag}-ilp-disjoint.mpi.xml",
-                               time_limit=10 if quick else 30)]
-            result = _run(topo, fabric, files, quick, iters=3, default_routes=True,
-                          sizes=[256 << 10] if quick else [256 << 10, 1 << 20])
-            rows += _rows("fig5", result, tag, FIG5_PAPER)
+            rows += _rows("fig5", fig5_instance(out_dir, quick, kind, seed), f"{kind}-{seed}", FIG5_PAPER)
     write_csv(out_dir / "fig5.csv", CSV, rows)
     fig, axes = figure(ncols=2, width=4.2, height=3.2)
-    for ax, kind in zip(axes[0], ("links", "nodes")):
+    for ax, kind in zip(axes[0], FIG5_KINDS):
         mine = [r for r in rows if r[2].startswith(kind)]
         labels = list(dict.fromkeys(r[3] for r in mine))
         for i, label in enumerate(labels):
