@@ -132,7 +132,7 @@ def test_ctrl_c_terminates_worker_processes(tmp_path):
         stdout, stderr = p.communicate(timeout=120)
     finally:
         p.kill()
-    assert p.returncode == 130 and stdout.strip() == "interrupted"
+    assert p.returncode == 130 and stdout.strip() == "interrupted", (p.returncode, stdout, stderr)
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr
     for pid in pids:                           # terminated and reaped by the pool
         deadline = time.monotonic() + 30
@@ -144,3 +144,37 @@ def test_ctrl_c_terminates_worker_processes(tmp_path):
             time.sleep(0.1)
         else:
             raise AssertionError(f"worker {pid} still alive")
+
+
+def test_ctrl_c_reaches_a_parent_whose_pool_thread_took_the_signal(tmp_path):
+    """The kernel may hand a process's SIGINT to any thread; one landing on a pool thread must still
+    stop the parent (which used to stay blocked on the result lock until the chunk ended)."""
+    script = tmp_path / "poke.py"
+    script.write_text(textwrap.dedent("""
+        import signal, sys, threading, time
+        from a2a_compiler.solve.decomp import map_chunks
+        from a2a_compiler.topology import from_spec
+
+        def nap(graph, i):
+            time.sleep(600)
+
+        def poke():
+            time.sleep(1)
+            signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+
+        if __name__ == "__main__":
+            threading.Thread(target=poke, daemon=True).start()
+            try:
+                map_chunks(from_spec("ring:4"), nap, [(i,) for i in range(2)], workers=2)
+            except KeyboardInterrupt:
+                print("interrupted", flush=True)
+                sys.exit(130)
+    """))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    p = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=env, preexec_fn=_sigint_default)
+    try:
+        stdout, stderr = p.communicate(timeout=120)
+    finally:
+        p.kill()
+    assert (p.returncode, stdout.strip()) == (130, "interrupted"), stderr

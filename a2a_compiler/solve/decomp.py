@@ -21,6 +21,7 @@ Parallelism uses standard executors only: local processes
 
 from __future__ import annotations
 
+import concurrent.futures
 import multiprocessing
 import signal
 import time
@@ -122,7 +123,7 @@ def map_chunks(graph: Topology, func, chunk_args: list, *, workers: int = 1, mpi
             futures = [ex.submit(_call, func, args) for args in chunk_args]
             try:
                 for i, fut in enumerate(futures):
-                    out.append(fut.result())
+                    out.append(_wait_in_slices(fut.result, concurrent.futures.TimeoutError))
                     report(i)
             except BaseException:
                 ex.shutdown(wait=False, cancel_futures=True)
@@ -132,8 +133,9 @@ def map_chunks(graph: Topology, func, chunk_args: list, *, workers: int = 1, mpi
     # process whose HiGHS threads may hold locks
     pool = multiprocessing.get_context("forkserver").Pool(workers, initializer=_install_worker, initargs=(graph,))
     try:
-        for i, result in enumerate(pool.imap(_call_packed, [(func, args) for args in chunk_args])):
-            out.append(result)
+        results = pool.imap(_call_packed, [(func, args) for args in chunk_args])
+        for i in range(len(chunk_args)):
+            out.append(_wait_in_slices(results.next, multiprocessing.TimeoutError))
             report(i)
         pool.close()
     except BaseException:
@@ -142,6 +144,17 @@ def map_chunks(graph: Topology, func, chunk_args: list, *, workers: int = 1, mpi
     finally:
         pool.join()
     return out
+
+
+def _wait_in_slices(get, timeout_error):
+    """``get(timeout)`` retried every 0.1 s until it answers.  Python runs signal handlers in the main
+    thread only between bytecodes, and a SIGINT that the kernel hands to one of the pool's threads
+    cannot wake a main thread blocked on a lock: waiting in slices lets Ctrl-C through within 0.1 s."""
+    while True:
+        try:
+            return get(0.1)
+        except timeout_error:
+            pass
 
 
 def source_chunks(n_sources: int, workers: int, mpi: bool) -> list[np.ndarray]:
