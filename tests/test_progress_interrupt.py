@@ -103,6 +103,13 @@ def test_ctrl_c_stops_a_running_master_lp(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def _python(script):
+    """Run ``script`` with this checkout importable and the default SIGINT disposition."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env, preexec_fn=_sigint_default)
+
+
 def test_ctrl_c_terminates_worker_processes(tmp_path):
     script = tmp_path / "nap.py"
     script.write_text(textwrap.dedent("""
@@ -121,9 +128,7 @@ def test_ctrl_c_terminates_worker_processes(tmp_path):
                 print("interrupted", flush=True)
                 sys.exit(130)
     """))
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    p = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env=env, preexec_fn=_sigint_default)
+    p = _python(script)
     try:
         lines = _wait_for(p, p.stdout, "worker")
         lines += _wait_for(p, p.stdout, "worker")
@@ -170,9 +175,7 @@ def test_ctrl_c_reaches_a_parent_whose_pool_thread_took_the_signal(tmp_path):
                 print("interrupted", flush=True)
                 sys.exit(130)
     """))
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    p = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env=env, preexec_fn=_sigint_default)
+    p = _python(script)
     try:
         stdout, stderr = p.communicate(timeout=120)
     finally:
