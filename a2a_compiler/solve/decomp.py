@@ -34,7 +34,7 @@ from ..fabric import Fabric
 from ..progress import tick_of
 from ..topology.model import Topology
 from .certificate import Routing, decompose_commodities, decompose_flow, dual_upper_bound, solve_graph
-from .lp import solve_lp
+from .lp import WAKE_INTERVAL, solve_lp
 from .mcf import DEFAULT_SOLVER, finish, flow_lp, pick_solver, solve_flow_lp
 from .result import FlowSolution
 from .symmetry import Symmetry, find_symmetry, wanted
@@ -147,12 +147,12 @@ def map_chunks(graph: Topology, func, chunk_args: list, *, workers: int = 1, mpi
 
 
 def _wait_in_slices(get, timeout_error):
-    """``get(timeout)`` retried every 0.1 s until it answers.  Python runs signal handlers in the main
-    thread only between bytecodes, and a SIGINT that the kernel hands to one of the pool's threads
-    cannot wake a main thread blocked on a lock: waiting in slices lets Ctrl-C through within 0.1 s."""
+    """``get(timeout)`` retried every :data:`~.lp.WAKE_INTERVAL` until it answers.  Python runs signal
+    handlers in the main thread only between bytecodes, and a SIGINT that the kernel hands to one of the
+    pool's threads cannot wake a main thread blocked on a lock: waiting in slices lets Ctrl-C through."""
     while True:
         try:
-            return get(0.1)
+            return get(WAKE_INTERVAL)
         except timeout_error:
             pass
 

@@ -31,6 +31,8 @@ from ..progress import tick_of
 INF = highspy.kHighsInf
 #: Seconds to wait, after Ctrl-C, for HiGHS to stop at its next interrupt callback.
 INTERRUPT_GRACE = 5.0
+#: A waiting main thread wakes this often (seconds) so that Ctrl-C reaches it whichever thread took it.
+WAKE_INTERVAL = 0.1
 #: An iteration line of the IPX or simplex log: iteration count, then the (primal) objective.
 _ITERATION_LINE = re.compile(r"^\s*\w*\s+(\d+)\*?\s+([-+]?\d\.\d+e[-+]\d+)")
 _threads: set[threading.Thread] = set()  # HiGHS runs not yet finished
@@ -111,7 +113,7 @@ def run_highs(h: highspy.Highs, *, label: str = "LP", progress=None) -> None:
     _threads.add(thread)
     thread.start()
     try:
-        while not done.wait(0.1):
+        while not done.wait(WAKE_INTERVAL):
             pass
     except KeyboardInterrupt:
         stop.set()
