@@ -26,6 +26,7 @@ import scipy.sparse as sp
 from highspy import _core
 
 from ..errors import A2AError
+from ..numeric import generic_costs
 from ..progress import tick_of
 
 INF = highspy.kHighsInf
@@ -46,6 +47,10 @@ SOLVERS = {
     "pdlp": {"solver": "pdlp", "pdlp_optimality_tolerance": 1e-5, "primal_feasibility_tolerance": 1e-5,
              "dual_feasibility_tolerance": 1e-5},
 }
+#: Solvers whose answer is a vertex: :func:`solve_lp` replaces it by the canonical optimal vertex
+#: (:func:`_canonical_vertex`), so that it does not depend on the HiGHS release.  Interior points
+#: (``ipm``, ``pdlp``) are kept: IPX returned bit-identical points from highspy 1.8 to 1.16.
+VERTEX_SOLVERS = ("simplex", "ipm-crossover", "auto")
 
 
 def quiet_highs() -> highspy.Highs:
@@ -64,6 +69,11 @@ def quiet_highs() -> highspy.Highs:
     h.callbacks = [HighsCallback(_core.cb.HighsCallbackType(k), h) for k in kinds]
     h.enableCallbacks()
     return h
+
+
+#: What highspy calls after a solve in a thread (it avoids a deadlock of HiGHS's task scheduler):
+#: ``resetThreadScheduler`` since highspy 1.16, ``resetGlobalScheduler`` before.
+_reset_scheduler = getattr(_core._Highs, "resetThreadScheduler", None) or _core._Highs.resetGlobalScheduler
 
 
 def solver_running() -> bool:
@@ -105,9 +115,9 @@ def run_highs(h: highspy.Highs, *, label: str = "LP", progress=None) -> None:
     def target():
         try:
             h.run()
+            _reset_scheduler(False)
         finally:
-            _core._Highs.resetThreadScheduler(False)  # as highspy does after a solve in a thread
-            done.set()
+            done.set()   # whatever happened, the waiting thread must wake
 
     thread = threading.Thread(target=target, name="highs", daemon=True)
     _threads.add(thread)
@@ -215,17 +225,55 @@ def solve_lp(
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal and not inexact:
         raise A2AError(f"LP solver finished with status {status!r} ({n_row} rows, {n_col} columns)")
     sol = h.getSolution()
+    x, row_value = np.asarray(sol.col_value, dtype=float), np.asarray(sol.row_value, dtype=float)
+    objective = float(info.objective_function_value)
+    iterations = int(info.simplex_iteration_count + info.ipm_iteration_count + info.pdlp_iteration_count)
+    if solver in VERTEX_SOLVERS and not inexact:
+        x, row_value, more = _canonical_vertex(c, A, row_lower, row_upper, col_lower, col_upper, maximize,
+                                               objective, label, progress)
+        iterations += more
+        seconds = time.perf_counter() - t0
     return LPResult(
-        x=np.asarray(sol.col_value, dtype=float),
-        row_value=np.asarray(sol.row_value, dtype=float),
+        x=x,
+        row_value=row_value,
         row_dual=np.asarray(sol.row_dual, dtype=float),
         col_dual=np.asarray(sol.col_dual, dtype=float),
-        objective=float(info.objective_function_value),
+        objective=objective,
         status=status,
         seconds=seconds,
-        iterations=int(info.simplex_iteration_count + info.ipm_iteration_count + info.pdlp_iteration_count),
+        iterations=iterations,
         solver=solver,
     )
+
+
+def _canonical_vertex(c, A, row_lower, row_upper, col_lower, col_upper, maximize: bool, objective: float,
+                      label: str, progress) -> tuple[np.ndarray, np.ndarray, int]:
+    """The optimal vertex that minimises :func:`~a2a_compiler.numeric.generic_costs`: ``(x, A x, iterations)``.
+
+    An LP's optimal face often has many vertices, and which one a simplex run
+    returns depends on its pivoting rules, which change between HiGHS releases.
+    Fixing ``c·x`` at the optimum and minimising costs with no exact ties among
+    vertices selects one vertex of that face: the same whatever solver, release
+    or starting point (checked: dual simplex and interior point with crossover
+    reach the same vertex).
+    """
+    A = sp.csc_array(A)
+    idx = np.flatnonzero(c)
+    row = sp.csc_array((np.asarray(c, dtype=float)[idx], (np.zeros(len(idx), dtype=np.int64), idx)),
+                       shape=(1, A.shape[1]))
+    h = quiet_highs()
+    h.setOptionValue("solver", "simplex")
+    lo, hi = (objective, INF) if maximize else (-INF, objective)
+    _pass_model(h, generic_costs(A.shape[1]), sp.vstack([A, row], format="csc"),
+                np.append(np.broadcast_to(row_lower, A.shape[0]), lo),
+                np.append(np.broadcast_to(row_upper, A.shape[0]), hi), col_lower, col_upper, False)
+    run_highs(h, label=f"{label}, canonical vertex", progress=progress)
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        raise A2AError(f"{label}: the canonical-vertex LP finished with status "
+                       f"{h.modelStatusToString(h.getModelStatus())!r}")
+    sol = h.getSolution()
+    return (np.asarray(sol.col_value, dtype=float), np.asarray(sol.row_value, dtype=float)[:A.shape[0]],
+            int(h.getInfo().simplex_iteration_count))
 
 
 @dataclass(frozen=True, eq=False)
