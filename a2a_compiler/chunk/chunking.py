@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import A2AError
+from ..numeric import TIE, better, dot, snap
 from ..solve.result import FlowSolution
 from ..topology.model import Topology
 from .cost import CostModel, ratio
@@ -42,9 +43,10 @@ MAX_SWEEPS = 30
 def largest_remainder(weights: np.ndarray, C: int) -> np.ndarray:
     """Integers ``n_p >= 0`` with ``Σ n_p = C`` closest to ``C·w/Σw`` (Hamilton's method).
 
-    Ties go to the earlier path, so the result is deterministic.
+    Shares are snapped (:func:`~a2a_compiler.numeric.snap`) so that equal weights tie exactly;
+    ties go to the earlier path, so the result is deterministic.
     """
-    x = C * np.asarray(weights, dtype=float) / float(np.sum(weights))
+    x = snap(C * np.asarray(weights, dtype=float) / float(np.sum(weights)))
     n = np.floor(x + 1e-9).astype(np.int64)
     short = C - int(n.sum())
     if short > 0:
@@ -131,7 +133,7 @@ class _Assignment:
         rp, rq = self.paths[k][p], self.paths[k][q]
         ip, iq = self.inc[rp], self.inc[rq]
         lp, lq = self.load[rp], self.load[rq]
-        d2 = float(ip @ (ip - 2 * lp) + iq @ (iq + 2 * lq))
+        d2 = dot(ip, ip - 2 * lp) + dot(iq, iq + 2 * lq)
         mask = self.masks[k][p] | self.masks[k][q]
         self.load[rp] = lp - ip
         self.load[rq] += iq
@@ -156,9 +158,10 @@ def rebalance(asg: _Assignment, max_sweeps: int = MAX_SWEEPS) -> None:
     Only chunks on a path touching a bottleneck resource (at its step's
     maximum) are moved; a move is taken if it lowers the predicted time, or
     keeps it and lowers Σ load² (spreading load so later moves can cut the max).
-    Deterministic: shards and paths are visited in order, the best move wins.
+    Deterministic: shards and paths are visited in order, the best move wins, and
+    moves within :data:`~a2a_compiler.numeric.TIE` of each other tie to the lower index.
     """
-    tol = 1e-12
+    tol = TIE
     for _ in range(max_sweeps):
         improved = False
         for k, paths in enumerate(asg.paths):
@@ -166,12 +169,12 @@ def rebalance(asg: _Assignment, max_sweeps: int = MAX_SWEEPS) -> None:
                 continue
             for p in range(len(paths)):
                 while asg.counts[k][p] > 0 and asg.critical(k, p, tol):
-                    best, best_q = (0.0, 0.0), -1
+                    best, best_q = None, -1
                     for q in range(len(paths)):
                         if q == p:
                             continue
                         dt, d2 = asg.try_move(k, p, q)
-                        if (dt < -tol or (dt <= tol and d2 < -tol)) and (dt, d2) < best:
+                        if (dt < -tol or (dt <= tol and d2 < -tol)) and better((dt, d2), best):
                             best, best_q = (dt, d2), q
                     if best_q < 0:
                         break
@@ -197,6 +200,7 @@ def time_paths(topology: Topology, solution: FlowSolution) -> dict[tuple[int, in
     N, E, L = topology.n_hosts, topology.n_links, solution.n_steps
     src, dst = topology.src, topology.dst
     flows = solution.link_flows.tocsr()
+    flows.data = snap(flows.data)
     out_links = [np.flatnonzero(src == u) for u in range(N)]
     result: dict[tuple[int, int], list] = {}
     for s in range(N):
@@ -300,8 +304,9 @@ def chunk_path_schedule(topology: Topology, solution: FlowSolution, *, max_chunk
     """
     cands: dict[tuple[int, int], list] = {}
     for p in solution.paths:
-        if p.weight > WEIGHT_EPS:
-            cands.setdefault((p.src, p.dst), []).append((p.weight, tuple(p.nodes)))
+        w = float(snap(p.weight))
+        if w > WEIGHT_EPS:
+            cands.setdefault((p.src, p.dst), []).append((w, tuple(p.nodes)))
     cands = dict(sorted(cands.items()))
     _check_covered(topology.n_hosts, cands, solution.method)
     res, paths = _candidate_resources(CostModel.from_topology(topology, solution.fabric), 1, cands,
@@ -369,9 +374,9 @@ def choose_chunks(res: _Resources, paths: list[list[np.ndarray]], cands: dict, l
             progress(f"chunking: C = {C} -> fidelity {fid:.4f}")
         if best is None or fid > best[0] + 1e-12:
             best = (fid, C, schedule)
-        if fid >= target:
+        if fid >= target - TIE:
             break
-    if min_fidelity is not None and best[0] < min_fidelity:
+    if min_fidelity is not None and best[0] < min_fidelity - TIE:
         raise A2AError(f"no chunk count up to {max(chunks or 0, max_chunks)} reaches fidelity {min_fidelity:g}: "
                        f"the best is {best[0]:.4f} at C = {best[1]}; raise --max-chunks or lower --min-fidelity")
     return best[2]

@@ -30,6 +30,7 @@ is never below the certified LP bound of the same fabric.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass
 from functools import cached_property
@@ -204,7 +205,7 @@ def dataflow_time(messages: list[Message], model: CostModel, chunks_per_shard: i
     remaining = volume.copy()
     active = np.zeros(m_count, dtype=bool)
     active[waiting == 0] = True
-    now = 0.0
+    elapsed = []                                    # event intervals, summed exactly at the end
     while active.any():
         on = active[use_msg]
         load = np.bincount(use_res[on], weights=use_w[on] * speed[use_msg[on]], minlength=len(cap))
@@ -214,7 +215,7 @@ def dataflow_time(messages: list[Message], model: CostModel, chunks_per_shard: i
         act = np.flatnonzero(active)
         rate = speed[act] / slow[act]
         dt = float(np.min(remaining[act] / rate))
-        now += dt
+        elapsed.append(dt)
         remaining[act] -= rate * dt
         finished = act[remaining[act] <= 1e-12 * np.maximum(volume[act], 1.0)]
         if not len(finished):
@@ -226,4 +227,4 @@ def dataflow_time(messages: list[Message], model: CostModel, chunks_per_shard: i
                 waiting[j] -= 1
                 if not waiting[j]:
                     active[j] = True
-    return now
+    return math.fsum(elapsed)

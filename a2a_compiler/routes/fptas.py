@@ -42,6 +42,7 @@ from scipy.sparse import csgraph
 
 from ..errors import A2AError
 from ..fabric import Fabric
+from ..numeric import dot
 from ..solve.certificate import Routing, decompose_flow, solve_graph
 from ..solve.mcf import finish
 from ..topology.model import Topology
@@ -125,7 +126,7 @@ def fptas(topology: Topology, fabric: Fabric | None = None, *, eps: float = DEFA
             sink[s] = 1.0
         phases += 1
         routed += demand
-        D = float(cap @ l)
+        D = dot(cap, l)
         if phases % CERTIFY_EVERY == 0 or D >= 1 or phases >= limit:
             alpha = float(csgraph.dijkstra(lengths_graph(l), indices=np.arange(nh))[:, :nh].sum())
             best_bound = max(best_bound, alpha / D)        # time >= Σ dist / D for any lengths

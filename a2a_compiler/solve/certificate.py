@@ -22,6 +22,7 @@ import scipy.sparse as sp
 from scipy.sparse import csgraph
 
 from ..errors import A2AError, DisconnectedError
+from ..numeric import dot
 from ..topology.model import Topology
 
 
@@ -139,7 +140,7 @@ def time_expanded_bound(topology: Topology, fabric, link_len: np.ndarray, in_len
     n, nh = topology.n_nodes, topology.n_hosts
     src, dst, cap = topology.src, topology.dst, topology.capacity
     limited = in_len is not None and fabric.host_bw is not None
-    weight = link_len @ cap + (fabric.host_capacity * (in_len + out_len).sum(axis=1) if limited else 0.0)
+    weight = (link_len * cap).sum(axis=1) + (fabric.host_capacity * (in_len + out_len).sum(axis=1) if limited else 0.0)
     scale = np.divide(1.0, weight, out=np.zeros(L), where=weight > 0)
     nic = fabric.forwarding == "nic"
     s = np.arange(nh)[:, None]
@@ -225,7 +226,7 @@ def path_dual_upper_bound(topology: Topology, routing: Routing, lengths: np.ndar
     for k, c in zip(routing.commodity.tolist(), cost.tolist()):
         best[k] = min(best.get(k, math.inf), c)
     total = sum(best.values())
-    return float(np.dot(topology.capacity, l)) / total if total > 0 else math.inf
+    return dot(topology.capacity, l) / total if total > 0 else math.inf
 
 
 def dual_upper_bound(topology: Topology, lengths: np.ndarray) -> float:
@@ -251,7 +252,7 @@ def dual_upper_bound(topology: Topology, lengths: np.ndarray) -> float:
         adj = sp.csr_array((l, (topology.src, topology.dst)), shape=(n, n))
         total = float(csgraph.dijkstra(adj, directed=True, indices=np.arange(nh))[:, :nh].sum())
         if math.isfinite(total) and total > 0:
-            best = min(best, float(np.dot(cap, l)) / total)
+            best = min(best, dot(cap, l) / total)
     return best
 
 

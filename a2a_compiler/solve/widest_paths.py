@@ -19,6 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..fabric import Fabric, augment
+from ..numeric import snap
 from ..topology.model import Topology
 from .certificate import Routing
 from .decomp import map_chunks, source_chunks
@@ -82,7 +83,7 @@ def _extract_chunk(topology: Topology, sources: np.ndarray, block: sp.csr_array,
                 continue
             r = i * nh + d
             lo, hi = block.indptr[r], block.indptr[r + 1]
-            for nodes, w in widest_paths(topology, block.indices[lo:hi], block.data[lo:hi], s, d, tol):
+            for nodes, w in widest_paths(topology, block.indices[lo:hi], snap(block.data[lo:hi]), s, d, tol):
                 commodity.append(s * nh + d)
                 node_paths.append(nodes)
                 weights.append(w)

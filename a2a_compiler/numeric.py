@@ -1,0 +1,71 @@
+"""Floating-point rules for discrete choices: the same input gives the same output on any machine.
+
+A compiled schedule is a chain of discrete choices made on LP output (which
+path a chunk takes, which ``C`` is kept, which move the local search makes).
+Two things made those choices machine-dependent:
+
+* **BLAS.** ``a @ b`` on float vectors runs the BLAS kernel of the CPU
+  (OpenBLAS picks Haswell, SkylakeX, ... at run time), and kernels sum in
+  different orders.  Measured: the §5.2 torus compiled with
+  ``--min-fidelity 0.99`` reached fidelity 0.9902 under the Haswell kernel
+  and 0.9893 under SkylakeX, from the same LP solution, because one
+  local-search move won a tie by the last bit of a dot product.  Decisions use
+  :func:`dot` (exactly rounded, no BLAS) instead.
+* **Noise on ties.** Quantities that are equal in exact arithmetic (symmetric
+  paths, equal remainders) differ in their last bits.  LP output is snapped
+  to a dyadic grid (:func:`snap`) before it is decomposed into paths, and
+  comparisons that choose between candidates treat values within
+  :data:`TIE` as equal and keep the lower index (:func:`better`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+#: LP output is snapped to multiples of ``2**-SNAP_BITS`` (about 1.5e-11): far below every
+#: threshold the passes use (1e-9 and up), far above the last-bit noise of the solvers.
+SNAP_BITS = 36
+#: Two values this close are a tie; a tie goes to the lower index.
+TIE = 1e-12
+
+
+def snap(x: np.ndarray) -> np.ndarray:
+    """``x`` rounded to the nearest multiple of ``2**-SNAP_BITS`` (a new array).
+
+    Sums and differences of snapped values of moderate size are exact in
+    float64, so a greedy decomposition subtracting them sees exact ties.
+    """
+    return np.ldexp(np.rint(np.ldexp(np.asarray(x, dtype=float), SNAP_BITS)), -SNAP_BITS)
+
+
+def dot(a, b) -> float:
+    """``Σ a_i·b_i`` exactly rounded (products, then :func:`math.fsum`): the same on every CPU."""
+    return math.fsum(np.multiply(a, b, dtype=float).ravel().tolist())
+
+
+def generic_costs(n: int) -> np.ndarray:
+    """``n`` costs in ``[1, 2)`` with no exact linear relations in practice: the splitmix64 hash of the
+    column index.  (A multiplicative hash ``j·K mod 2**32`` is linear in ``j``: shifted paths then tie
+    exactly, measured on the §5.2 torus, and the minimiser is no longer unique.)"""
+    with np.errstate(over="ignore"):
+        z = np.arange(1, n + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z ^= z >> np.uint64(31)
+    return 1.0 + np.ldexp((z >> np.uint64(11)).astype(float), -53)
+
+
+def better(key: tuple[float, ...], best: tuple[float, ...] | None) -> bool:
+    """Is ``key`` lexicographically smaller than ``best`` by more than :data:`TIE` somewhere,
+    equal within :data:`TIE` before that?  (``best`` None: yes.)  Candidates visited in index
+    order therefore keep the lowest index among ties."""
+    if best is None:
+        return True
+    for k, b in zip(key, best):
+        if k < b - TIE:
+            return True
+        if k > b + TIE:
+            return False
+    return False
