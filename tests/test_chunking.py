@@ -42,9 +42,9 @@ def test_tsmcf_link_schedules_are_exact(spec, chunks, steps):
 def test_max_chunks_one_keeps_best_found():
     sch = build_schedule(from_spec("hypercube:3"), Fabric(), "tsmcf", max_chunks=1)
     assert sch.chunks_per_shard == 1
-    assert predicted_time(sch) == 5.0          # whole shards: the busiest link carries 1, 2, 2 shards per step
-    assert [max(len(t.chunks) for t in step) for step in sch.steps] == [1, 2, 2]
-    assert fidelity(sch) == pytest.approx(0.8)
+    assert predicted_time(sch) == 6.0          # whole shards: the busiest link carries 3, 2, 1 shards per step
+    assert [max(len(t.chunks) for t in step) for step in sch.steps] == [3, 2, 1]
+    assert fidelity(sch) == pytest.approx(4 / 6)
 
 
 def test_time_paths_cover_each_shard_once():

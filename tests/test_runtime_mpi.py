@@ -241,7 +241,7 @@ def test_ctrl_c_during_a_run_is_one_line():
 def test_rcs_program_is_byte_exact(tmp_path):
     import a2a_compiler
 
-    path = a2a_compiler.compile("hypercube:3", "msccl", rcs=True).write(tmp_path / "hc3-rcs.xml")
-    assert b'type="rcs"' in path.read_bytes()
-    out = run_json(8, path, "-b", "99", "-e", "99", "--check", "all")
-    assert [(r["bytes"], r["verified"], r["padded"]) for r in out["results"]] == [(99, True, False)]
+    path = a2a_compiler.compile("genkautz:8,2", "msccl", rcs=True).write(tmp_path / "gk8-rcs.xml")
+    assert path.read_bytes().count(b'type="rcs"') == 3
+    out = run_json(8, path, "-b", "98", "-e", "98", "--check", "all")   # C = 2 divides 98 bytes
+    assert [(r["bytes"], r["verified"], r["padded"]) for r in out["results"]] == [(98, True, False)]

@@ -33,7 +33,7 @@ SCHEDULES = [
     ("twisted-hypercube-3-mcf-extp.mpi.xml", ("twisted-hypercube:3", "mpi", {}), "twisted 3-cube, MCF-extP"),
     ("torus-3x3x3-tsmcf.msccl.xml", ("torus:3x3x3", "msccl", TORUS),
      "3x3x3 torus (27 nodes), host-NIC bottleneck (§5.2), tsMCF"),
-    ("torus-3x3x3-tsmcf-f99.msccl.xml", ("torus:3x3x3", "msccl", {**TORUS, "min_fidelity": 0.99}),
+    ("torus-3x3x3-tsmcf-f99.msccl.xml", ("torus:3x3x3", "msccl", {**TORUS, "min_fidelity": 0.99, "max_chunks": 24}),
      "3x3x3 torus, host-NIC bottleneck, tsMCF, fidelity >= 0.99"),
     ("torus-3x3x3-tsmcf.oneccl.xml", ("torus:3x3x3", "oneccl", TORUS), "3x3x3 torus, host-NIC bottleneck, tsMCF"),
     ("torus-3x3x3-mcf-extp.mpi.xml", ("torus:3x3x3", "mpi", {**TORUS, "forwarding": "nic"}),
