@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -72,16 +73,26 @@ def test_highs_iterations_reach_progress_not_stdout(capfd):
     assert capfd.readouterr().out == ""       # HiGHS logs through the callback only
 
 
-def _wait_for(proc, stream, needle):
-    """Lines of ``stream`` up to the first containing ``needle`` (the process must print it)."""
-    lines = []
-    for line in iter(stream.readline, ""):
-        lines.append(line)
-        if needle in line:
-            return lines
-    proc.wait(timeout=60)
-    other = proc.stderr if stream is proc.stdout else proc.stdout
-    raise AssertionError(f"{needle!r} never appeared; exit {proc.returncode}: {lines} {other.read()}")
+def _wait_for(proc, stream, needle, timeout=120.0):
+    """Lines of ``stream`` up to the first containing ``needle``, which must appear within ``timeout``
+    seconds.  A reader thread stops at that line (the rest of ``stream`` is the caller's), so a silent
+    process cannot block the test."""
+    lines, found = [], threading.Event()
+
+    def read():
+        for line in iter(stream.readline, ""):
+            lines.append(line)
+            if needle in line:
+                found.set()
+                return
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(timeout)
+    if found.is_set():
+        return lines
+    proc.kill()
+    raise AssertionError(f"{needle!r} did not appear within {timeout:g} s; exit {proc.wait()}: {lines}")
 
 
 def test_ctrl_c_stops_a_running_master_lp(tmp_path):
