@@ -73,16 +73,18 @@ def test_highs_iterations_reach_progress_not_stdout(capfd):
     assert capfd.readouterr().out == ""       # HiGHS logs through the callback only
 
 
-def _wait_for(proc, stream, needle, timeout=120.0):
-    """Lines of ``stream`` up to the first containing ``needle``, which must appear within ``timeout``
-    seconds.  A reader thread stops at that line (the rest of ``stream`` is the caller's), so a silent
-    process cannot block the test."""
+def _wait_for(proc, stream, needle, timeout=120.0, count=1):
+    """Lines of ``stream`` up to the ``count``-th containing ``needle``, which must appear within
+    ``timeout`` seconds.  A reader thread stops at that line (the rest of ``stream`` is the caller's), so
+    a silent process cannot block the test."""
     lines, found = [], threading.Event()
 
     def read():
+        seen = 0
         for line in iter(stream.readline, ""):
             lines.append(line)
-            if needle in line:
+            seen += needle in line
+            if seen == count:
                 found.set()
                 return
 
@@ -92,7 +94,8 @@ def _wait_for(proc, stream, needle, timeout=120.0):
     if found.is_set():
         return lines
     proc.kill()
-    raise AssertionError(f"{needle!r} did not appear within {timeout:g} s; exit {proc.wait()}: {lines}")
+    raise AssertionError(f"{needle!r} did not appear within {timeout:g} s; exit {proc.wait()}: {lines}; "
+                         f"stderr: {proc.stderr.read() if proc.stderr is not stream else ''}")
 
 
 def test_ctrl_c_stops_a_running_master_lp(tmp_path):
@@ -129,7 +132,7 @@ def test_ctrl_c_terminates_worker_processes(tmp_path):
         from a2a_compiler.topology import from_spec
 
         def nap(graph, i):
-            print("worker", os.getpid(), flush=True)
+            os.write(1, f"worker {os.getpid()}\\n".encode())   # one write: two workers cannot interleave
             time.sleep(600)
 
         if __name__ == "__main__":
@@ -141,8 +144,7 @@ def test_ctrl_c_terminates_worker_processes(tmp_path):
     """))
     p = _python(script)
     try:
-        lines = _wait_for(p, p.stdout, "worker")
-        lines += _wait_for(p, p.stdout, "worker")
+        lines = _wait_for(p, p.stdout, "worker", count=2)
         pids = [int(ln.split()[1]) for ln in lines if ln.startswith("worker")]
         p.send_signal(signal.SIGINT)
         stdout, stderr = p.communicate(timeout=120)
