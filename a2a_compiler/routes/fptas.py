@@ -42,7 +42,7 @@ from scipy.sparse import csgraph
 
 from ..errors import A2AError
 from ..fabric import Fabric
-from ..numeric import dot
+from ..numeric import dot, shortest_path_tree
 from ..solve.certificate import Routing, decompose_flow, solve_graph
 from ..solve.mcf import finish
 from ..topology.model import Topology
@@ -88,7 +88,8 @@ def fptas(topology: Topology, fabric: Fabric | None = None, *, eps: float = DEFA
         return sp.csr_array((l, (src, dst)), shape=(n, n))
 
     # Shortest-path routing time: an upper bound T0 on the optimal time, so demands 1/T0 have optimum >= 1.
-    dist0, hops = csgraph.dijkstra(lengths_graph(np.ones(m)), indices=np.arange(nh), return_predecessors=True)
+    trees = [shortest_path_tree(n, src, dst, np.ones(m), s) for s in range(nh)]
+    dist0, hops = np.array([t[0] for t in trees]), np.array([t[1] for t in trees])
     load = np.zeros(m)
     sink = np.zeros(n)
     sink[:nh] = 1.0
@@ -114,7 +115,7 @@ def fptas(topology: Topology, fabric: Fabric | None = None, *, eps: float = DEFA
             remaining = demand
             sink[s] = 0.0
             while remaining > 1e-15 * demand:
-                dist, pred = csgraph.dijkstra(lengths_graph(l), indices=s, return_predecessors=True)
+                dist, pred = shortest_path_tree(n, src, dst, l, s)
                 sub = _tree_flow(pred, dist, sink * remaining)
                 v = np.flatnonzero((pred >= 0) & (sub > 0))           # tree links that carry flow
                 e = np.searchsorted(key, pred[v] * n + v)

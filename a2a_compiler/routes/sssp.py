@@ -17,10 +17,9 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.sparse import csgraph
 
 from ..fabric import Fabric
+from ..numeric import shortest_path_tree
 from ..solve.certificate import check_connected
 from ..topology.model import Topology
 from .result import RoutedPath, RouteSet
@@ -30,7 +29,7 @@ def tree_paths(pred: np.ndarray, root: int, leaves, toward_root: bool) -> list[t
     """Node paths between ``root`` and each of ``leaves`` along a predecessor array.
 
     ``pred[v]`` is ``v``'s parent in a shortest-path tree rooted at ``root``
-    (:func:`scipy.sparse.csgraph.dijkstra` convention, ``-9999`` for none).  With
+    (:func:`~a2a_compiler.numeric.shortest_path_tree`, ``-9999`` for none).  With
     ``toward_root`` the paths run leaf -> root (a tree on the reversed graph),
     otherwise root -> leaf.
     """
@@ -48,7 +47,8 @@ def sssp(topology: Topology, fabric: Fabric | None = None, *, progress=None) -> 
 
     Link weights start at ``P²`` for ``P`` hosts.  For each destination host ``d`` in id order,
     Dijkstra on the reversed graph gives every node's next hop toward ``d``
-    (a tree, as in an InfiniBand forwarding table); each source host follows it,
+    (a tree, as in an InfiniBand forwarding table; among equal-weight next hops the
+    lowest node id, :func:`~a2a_compiler.numeric.shortest_path_tree`); each source host follows it,
     and every link on a route then gains weight 1 per route crossing it (OpenSM
     adds the number of routed endpoints behind each switch, the same count).
     Capacities are not used for the choice (links of capacity 0 are absent).
@@ -63,8 +63,7 @@ def sssp(topology: Topology, fabric: Fabric | None = None, *, progress=None) -> 
     weight = np.full(len(live), float(nh) ** 2)
     paths = []
     for d in range(nh):
-        reverse = sp.csr_array((weight, (dst, src)), shape=(n, n))
-        _, pred = csgraph.dijkstra(reverse, directed=True, indices=d, return_predecessors=True)
+        _, pred = shortest_path_tree(n, src, dst, weight, d, toward_root=True)
         sources = [s for s in range(nh) if s != d]
         for s, nodes in zip(sources, tree_paths(pred, d, sources, toward_root=True)):
             paths.append(RoutedPath(s, d, nodes, 1.0))
