@@ -7,6 +7,7 @@ Each subcommand lives in :mod:`a2a_compiler.commands` as a module with
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import re
@@ -108,6 +109,22 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+#: Options naming an output file; ``-`` is standard output (:func:`a2a_compiler.files.atomic_write`).
+OUTPUT_OPTIONS = {"output": "-o", "save": "--save", "plot": "--plot", "junit": "--junit"}
+
+
+def stdout_outputs(args) -> list[str]:
+    """The output options of ``args`` given as ``-`` (standard output).  The command's summary then
+    goes to stderr, so stdout carries the file alone; ``--json`` (stdout too) or two of them are refused."""
+    flags = [flag for key, flag in OUTPUT_OPTIONS.items() if getattr(args, key, None) == "-"]
+    if len(flags) > 1:
+        raise A2AError(f"{' and '.join(flags)} cannot both be - (standard output)")
+    if flags and getattr(args, "json", False):
+        raise A2AError(f"--json and {flags[0]} - both write standard output; give {flags[0]} a file, or drop --json "
+                       f"(the summary then goes to stderr)")
+    return flags
+
+
 def _main(argv: list[str], command: str | None) -> int:
     parser = build_parser(command)
     args, extra = parser.parse_known_args(argv)
@@ -119,7 +136,9 @@ def _main(argv: list[str], command: str | None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(args.func(args) or 0)
+        to_stdout = stdout_outputs(args)
+        with contextlib.redirect_stdout(sys.stderr) if to_stdout else contextlib.nullcontext():
+            return int(args.func(args) or 0)
     except A2AError as exc:
         print(f"a2a {args.command}: error: {exc}", file=sys.stderr)
         return 2

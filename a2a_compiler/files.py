@@ -1,16 +1,19 @@
 """Reading and writing files safely: atomic output, bounded input, one JSON loader.
 
 Every stage writes through :func:`atomic_write` (a reader never sees a partial
-file, a failure leaves none behind) and reads through :func:`read_bytes` /
-:func:`read_json`, which refuse what would hang or exhaust memory (FIFOs,
+file, a failure leaves none behind; a symlink's target is written; a FIFO, a
+character device or ``-`` gets a plain write; nothing replaces a non-regular
+file) and reads through :func:`read_bytes` / :func:`read_json`, which refuse what would hang or exhaust memory (FIFOs,
 devices, oversized files) with one :class:`~a2a_compiler.errors.A2AError` line.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
+import sys
 import tempfile
 from pathlib import Path
 
@@ -24,16 +27,55 @@ def _why(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
+#: The output path that means standard output.
+STDOUT = "-"
+
+
+def _kind(mode: int) -> str:
+    return ("a directory" if stat.S_ISDIR(mode) else "a socket" if stat.S_ISSOCK(mode) else
+            "a block device" if stat.S_ISBLK(mode) else "a FIFO" if stat.S_ISFIFO(mode) else
+            "a character device" if stat.S_ISCHR(mode) else "not a regular file")
+
+
+def _target(path: Path) -> tuple[Path, int | None]:
+    """Where writing ``path`` lands: a symlink's final target (``realpath``), and its ``st_mode``
+    (``None`` for a new file)."""
+    real = Path(os.path.realpath(path))
+    try:
+        return real, os.stat(real).st_mode
+    except FileNotFoundError:
+        return real, None
+    except OSError as exc:
+        raise A2AError(f"cannot write {path}: {_why(exc)}") from None
+
+
 def check_writable(path: str | os.PathLike) -> Path:
-    """Refuse, before any work, an output ``path`` :func:`atomic_write` could not write."""
+    """Refuse, before any work, an output ``path`` :func:`atomic_write` could not write.
+
+    ``-`` (standard output), a character device and a FIFO are accepted as they are
+    (nothing is opened: opening a FIFO and closing it again would end its reader's
+    input); a regular file or a new path must be creatable in its directory (the
+    symlink's target's directory for a symlink); a directory, socket or block device
+    is refused.
+    """
+    if str(path) == STDOUT:
+        return Path(STDOUT)
     path = Path(path)
-    directory = path.parent if str(path.parent) else Path(".")
+    real, mode = _target(path)
+    if mode is not None and not stat.S_ISREG(mode):
+        if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
+            if not os.access(real, os.W_OK):
+                raise A2AError(f"cannot write {path}: Permission denied")
+            return path
+        via = f" ({real})" if real != path.absolute() else ""
+        raise A2AError(f"cannot write {path}{via}: it is {_kind(mode)}; give a regular file, a new path, "
+                       f"a FIFO, a character device or - (standard output)")
+    directory = real.parent
     if not directory.is_dir():
-        raise A2AError(f"cannot write {path}: directory {directory} does not exist")
-    if path.is_dir():
-        raise A2AError(f"cannot write {path}: it is a directory")
+        raise A2AError(f"cannot write {path}: directory {path.parent if real == path.absolute() else directory} "
+                       f"does not exist")
     try:  # the real test (os.access says yes to root even where nothing can be created)
-        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+        fd, probe = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".tmp", dir=directory)
     except OSError as exc:
         raise A2AError(f"cannot write {path}: {_why(exc)}") from None
     os.close(fd)
@@ -42,25 +84,46 @@ def check_writable(path: str | os.PathLike) -> Path:
 
 
 def atomic_write(path: str | os.PathLike, data: bytes | str) -> Path:
-    """Write ``data`` to ``path`` via a temporary file in the same directory and ``os.replace``.
+    """Write the output ``data`` to ``path``: atomically wherever the target is a file.
 
-    Readers never see a partial file, and a failure leaves no file behind.  A
-    missing or unwritable directory, or a ``path`` that is a directory, raises
-    :class:`A2AError` naming the path.
+    * a regular file or a new path: a temporary file in the same directory, then
+      ``os.replace`` -- readers never see a partial file, a failure leaves none behind;
+    * a symlink: the same for its final target (the link stays a link);
+    * ``-``: standard output; a character device (``/dev/null``) or a FIFO: a plain
+      write into it (a FIFO must have a reader: without one this refuses at once
+      instead of blocking);
+    * a directory, socket or block device is never replaced: :class:`A2AError`.
+
+    Every problem (missing or unwritable directory, a full device) raises
+    :class:`A2AError` naming ``path``.
     """
-    path = check_writable(path)
-    directory = path.parent if str(path.parent) else Path(".")
     if isinstance(data, str):
         data = data.encode()
+    path = check_writable(path)
+    if str(path) == STDOUT:  # the process's standard output, even while the CLI sends its summary to stderr
+        try:
+            sys.stdout.flush()
+            sys.__stdout__.flush()
+            sys.__stdout__.buffer.write(data)
+            sys.__stdout__.buffer.flush()
+        except BrokenPipeError:  # the CLI ends quietly (e.g. piped into head)
+            raise
+        except OSError as exc:
+            raise A2AError(f"cannot write standard output: {_why(exc)}") from None
+        return path
+    real, mode = _target(path)
+    if mode is not None and not stat.S_ISREG(mode):
+        _write_into(path, real, mode, data)
+        return path
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+        fd, tmp = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".tmp", dir=real.parent)
     except OSError as exc:
         raise A2AError(f"cannot write {path}: {_why(exc)}") from None
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
+        os.chmod(tmp, 0o644 if mode is None else stat.S_IMODE(mode))
+        os.replace(tmp, real)
     except OSError as exc:
         os.unlink(tmp)
         raise A2AError(f"cannot write {path}: {_why(exc)}") from None
@@ -69,6 +132,26 @@ def atomic_write(path: str | os.PathLike, data: bytes | str) -> Path:
             os.unlink(tmp)
         raise
     return path
+
+
+def _write_into(path: Path, real: Path, mode: int, data: bytes) -> None:
+    """A plain write into a character device or FIFO (never created, truncated or replaced)."""
+    flags = os.O_WRONLY | getattr(os, "O_NOCTTY", 0) | (os.O_NONBLOCK if stat.S_ISFIFO(mode) else 0)
+    try:
+        fd = os.open(real, flags)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO and stat.S_ISFIFO(mode):
+            raise A2AError(f"cannot write {path}: the FIFO has no reader") from None
+        raise A2AError(f"cannot write {path}: {_why(exc)}") from None
+    try:
+        os.set_blocking(fd, True)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    except OSError as exc:
+        raise A2AError(f"cannot write {path}: {_why(exc)}") from None
+    finally:
+        os.close(fd)
 
 
 def read_bytes(path: str | os.PathLike, limit: int = MAX_INPUT_BYTES) -> bytes:
