@@ -26,42 +26,35 @@ from .topology.model import Topology
 
 FORWARDING_MODES = ("host", "nic")
 
-_UNITS = {
-    # bits per second
-    "bps": 1 / 8, "kbps": 1e3 / 8, "mbps": 1e6 / 8, "gbps": 1e9 / 8, "tbps": 1e12 / 8,
-    "bit/s": 1 / 8, "kbit/s": 1e3 / 8, "mbit/s": 1e6 / 8, "gbit/s": 1e9 / 8, "tbit/s": 1e12 / 8,
-    # bytes per second
-    "b/s": 1.0, "kb/s": 1e3, "mb/s": 1e6, "gb/s": 1e9, "tb/s": 1e12,
-    "kib/s": 2.0**10, "mib/s": 2.0**20, "gib/s": 2.0**30, "tib/s": 2.0**40,
-}
+#: Decimal and binary prefixes of :func:`parse_bandwidth` (case-insensitive letter).
+PREFIXES = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12,
+            "ki": 2.0**10, "mi": 2.0**20, "gi": 2.0**30, "ti": 2.0**40}
+#: Bandwidth units: a lower-case ``b`` is a bit, an upper-case ``B`` a byte (bytes per unit).
+BANDWIDTH_UNITS = {"bps": 1 / 8, "b/s": 1 / 8, "bit/s": 1 / 8, "Bps": 1.0, "B/s": 1.0}
+BANDWIDTH_HELP = ("b is a bit, B a byte: 25Gbps = 25Gb/s = 25Gbit/s (bits), 25GBps = 25GB/s = 8 x 25Gbps "
+                  "(bytes); prefixes k M G T (1000s) or Ki Mi Gi Ti (1024s)")
 
 
 def parse_bandwidth(text: str, option: str = "bandwidth") -> float:
-    """Parse ``'25Gbps'``, ``'3.125GB/s'``, ``'100 Gbit/s'`` into bytes per second.
+    """Parse ``'25Gbps'``, ``'3.125GB/s'``, ``'100 Gbit/s'``, ``'1GiBps'`` into bytes per second.
 
-    Decimal prefixes (``G`` = 1e9); ``GiB/s`` is binary.  ``bps``/``bit/s`` are bits,
-    ``B/s`` bytes.  A bare number is refused, because bits vs bytes is ambiguous.
+    A lower-case ``b`` is a bit and an upper-case ``B`` a byte, in every spelling
+    (``bps``, ``b/s``, ``bit/s`` vs ``Bps``, ``B/s``), so ``25GBps`` is 8 x ``25Gbps``
+    (the convention of the ``_GBps`` JSON keys, docs/json.md).  Prefixes ``k M G T``
+    are decimal, ``Ki Mi Gi Ti`` binary (their letter in either case).  Anything
+    else -- a bare number, ``MBPS``, ``Gbytes`` -- is refused naming the spellings.
     """
     m = re.fullmatch(r"\s*([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([A-Za-z/]+)\s*", str(text))
     if not m:
-        raise A2AError(f"{option}: cannot parse {text!r}; give a number and a unit, e.g. 25Gbps or 3.125GB/s")
+        raise A2AError(f"{option}: cannot parse {text!r}; give a number and a unit, e.g. 25Gbps or 3.125GB/s "
+                       f"({BANDWIDTH_HELP})")
     value, unit = float(m.group(1)), m.group(2)
-    low = unit.lower()
-    if unit.endswith("B/s"):
-        scale = _UNITS.get(low)
-    elif low.endswith(("bps", "bit/s")):
-        scale = _UNITS.get(low)
-    elif low.endswith("b/s"):  # Gb/s written with a lower-case b means bits
-        scale = _UNITS.get(low[:-3] + "bit/s")
-    else:
-        scale = None
-    if scale is None:
-        raise A2AError(
-            f"{option}: unknown unit {unit!r}; use bps/Kbps/Mbps/Gbps/Tbps (bits) or B/s/KB/s/MB/s/GB/s/TB/s/GiB/s (bytes)"
-        )
+    u = re.fullmatch(r"([kKmMgGtT]i?)?(bps|b/s|bit/s|Bps|B/s)", unit)
+    if not u:
+        raise A2AError(f"{option}: unknown unit {unit!r}; {BANDWIDTH_HELP}")
     if not value > 0:
         raise A2AError(f"{option}: bandwidth must be positive, got {text!r}")
-    return check_bandwidth(value * scale, option, text)
+    return check_bandwidth(value * PREFIXES[(u.group(1) or "").lower()] * BANDWIDTH_UNITS[u.group(2)], option, text)
 
 
 #: Bandwidths outside this range (bytes/s) are refused: 1 B/s to 1 PB/s.

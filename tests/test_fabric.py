@@ -13,9 +13,42 @@ from a2a_compiler.topology import from_spec
 @pytest.mark.parametrize("text,value", [
     ("25Gbps", 25e9 / 8), ("3.125GB/s", 3.125e9), ("100 Gbit/s", 100e9 / 8), ("10Gb/s", 10e9 / 8),
     ("1GiB/s", 2.0**30), ("400 Mbps", 400e6 / 8), ("2e3 B/s", 2000.0), ("1Tbps", 1e12 / 8),
+    ("25GBps", 25e9), ("1GiBps", 2.0**30), ("8kbps", 1000.0), ("1KiB/s", 1024.0),
 ])
 def test_parse_bandwidth_units(text, value):
     assert parse_bandwidth(text) == pytest.approx(value, rel=1e-15)
+
+
+def test_upper_case_B_is_bytes_in_every_spelling():
+    """issue #18: --link-bw 25GBps was read as 25 Gbit/s, an 8x error against the _GBps JSON keys."""
+    bits, nbytes = parse_bandwidth("25Gbps"), parse_bandwidth("25GBps")
+    assert nbytes == 8 * bits == 25e9
+    assert parse_bandwidth("25GB/s") == nbytes and parse_bandwidth("25Gb/s") == parse_bandwidth("25Gbit/s") == bits
+
+
+@pytest.mark.parametrize("text", ["25GBPS", "25gbit", "25Gbytes", "25 G", "25GiB"])
+def test_parse_bandwidth_refuses_other_spellings(text):
+    with pytest.raises(A2AError, match=r"^--link-bw: unknown unit '.*'; b is a bit, B a byte: 25Gbps = 25Gb/s = "
+                                       r"25Gbit/s \(bits\), 25GBps = 25GB/s = 8 x 25Gbps \(bytes\); prefixes k M G T "
+                                       r"\(1000s\) or Ki Mi Gi Ti \(1024s\)$"):
+        parse_bandwidth(text, "--link-bw")
+
+
+def test_sizes_are_bytes_and_ambiguous_sizes_are_refused():
+    import argparse
+
+    from runtimes.mpi.cli import parse_size
+
+    assert [parse_size(t) for t in ("1K", "1k", "1KiB", "64M", "1GiB", "4096", "4096B")] == \
+        [1024, 1024, 1024, 64 << 20, 1 << 30, 4096, 4096]
+    for text, message in [("1KB", "size '1KB' is ambiguous: KB may mean 1000s or 1024s; sizes are bytes: write 1K "
+                                  "or 1KiB (powers of 1024)"),
+                          ("1Mb", "size '1Mb' is ambiguous: b is a bit; sizes are bytes: write 1M or 1MiB (powers "
+                                  "of 1024)"),
+                          ("8b", "size '8b' is ambiguous: b is a bit; sizes are bytes: write 8")]:
+        with pytest.raises(argparse.ArgumentTypeError) as exc:
+            parse_size(text)
+        assert str(exc.value) == message
 
 
 @pytest.mark.parametrize("text,message", [

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from ..fabric import FORWARDING_MODES, Fabric, parse_bandwidth
+from ..fabric import BANDWIDTH_HELP, FORWARDING_MODES, Fabric, parse_bandwidth
 from ..progress import Progress
 from ..topology import Topology
 from ..topology.spec import from_spec
@@ -88,7 +88,7 @@ def add_topology_args(p: argparse.ArgumentParser, positional: bool = True) -> No
 
 def add_fabric_args(p: argparse.ArgumentParser) -> None:
     """``--link-bw``, ``--host-bw`` and ``--forwarding`` (the fabric of §2.1, §3.2.2)."""
-    g = p.add_argument_group("fabric")
+    g = p.add_argument_group("fabric", f"bandwidths: {BANDWIDTH_HELP}")
     g.add_argument("--link-bw", metavar="BW", help="link bandwidth b per direction, e.g. 25Gbps or 3.125GB/s")
     g.add_argument("--host-bw", metavar="BW",
                    help="host injection/ejection (host-NIC) bandwidth per direction; default unlimited; needs --link-bw")

@@ -110,7 +110,7 @@ def register(sub) -> None:
                    help="also measure the default (SSSP) routes as a path schedule, labelled sssp: each shard whole "
                         "on its route, steered under NIC forwarding, relayed by the ranks under host forwarding")
     b.add_argument("--sizes", type=_sizes, default=[1 << 20], metavar="LIST",
-                   help="per-peer shard sizes, comma-separated (K/M = 1024-powers; default 1M)")
+                   help="per-peer shard sizes, comma-separated (K/M or KiB/MiB = 1024-powers; default 1M)")
     b.add_argument("--iters", type=positive_int, default=5, metavar="N", help="timed iterations (default 5)")
     b.add_argument("--warmup", type=int, default=1, metavar="W", help="untimed iterations first (default 1)")
     b.add_argument("--fft", type=positive_int, metavar="N",

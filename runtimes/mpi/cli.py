@@ -35,7 +35,9 @@ MPI path schedules (routes; --route-mode relay|direct). Each rank reads FILE.
 """
 
 EPILOG = """\
-sizes are the per-peer shard size m in bytes (buffers hold N*m bytes per rank); K/M/G are powers of 1024.
+sizes are the per-peer shard size m in bytes (buffers hold N*m bytes per rank); K/M/G and KiB/MiB/GiB are
+powers of 1024 (KB and a lower-case b are refused as ambiguous); bandwidths: b is a bit, B a byte (25Gbps,
+3.125GB/s).
 When the schedule's C chunks per shard do not divide m, shards are padded internally to C*ceil(m/C)
 bytes (one extra copy in and out, included in the time). Errors (missing or invalid file, a schedule for
 another rank count) are printed once by rank 0 and every rank exits 2; a failed check exits 1; the
@@ -50,11 +52,19 @@ CHECK_MODES = ("first-last", "all", "none")
 
 
 def parse_size(text: str) -> int:
-    """``'64M'`` -> 67108864 (K, M, G are powers of 1024; a bare number is bytes)."""
-    m = re.fullmatch(r"\s*(\d+)\s*([KkMmGg]?)(?:i?B)?\s*", text)
-    if not m:
-        raise argparse.ArgumentTypeError(f"cannot parse size {text!r}; use e.g. 4096, 1K, 64M")
-    value = int(m.group(1)) * 1024 ** " KMG".index(m.group(2).upper() or " ")
+    """``'64M'`` -> 67108864: ``K M G`` (either case) and ``KiB MiB GiB`` are powers of 1024 (nccl-tests'
+    convention), a bare number or ``B`` is bytes.  ``KB``/``MB``/``GB`` (1000s in the bandwidth units,
+    1024s in nccl-tests) and a lower-case ``b`` (a bit, as in ``25Gbps``) are refused as ambiguous."""
+    m = re.fullmatch(r"\s*(\d+)\s*([KkMmGg]?)(iB|B|b)?\s*", text)
+    if not m or (m.group(3) == "iB" and not m.group(2)):
+        raise argparse.ArgumentTypeError(f"cannot parse size {text!r}; use bytes with K, M, G or KiB, MiB, GiB "
+                                         f"(powers of 1024), e.g. 4096, 1K, 64M, 1GiB")
+    number, prefix, unit = m.group(1), m.group(2).upper(), m.group(3)
+    if unit == "b" or (unit == "B" and prefix):
+        why = "b is a bit" if unit == "b" else f"{prefix}B may mean 1000s or 1024s"
+        fix = f"{number}{prefix} or {number}{prefix}iB (powers of 1024)" if prefix else number
+        raise argparse.ArgumentTypeError(f"size {text!r} is ambiguous: {why}; sizes are bytes: write {fix}")
+    value = int(number) * 1024 ** " KMG".index(prefix or " ")
     if value < 1:
         raise argparse.ArgumentTypeError("sizes must be at least 1 byte")
     return value
