@@ -101,25 +101,26 @@ class CompileResult:
         return atomic_write(path, self.data)
 
     def summary(self) -> dict:
-        """The ``a2a compile --json`` object (without ``output``)."""
+        """The ``a2a compile --json`` object (without ``output``; docs/json.md): every key it shares with
+        ``a2a verify --json`` on the written file has the same value there."""
         from .chunk import predicted_time
 
         s = self.schedule
         return {
+            "valid": self.report.valid,
             "format": self.format,
             "spec": s.spec,
             "method": s.method,
             "fabric": s.fabric.to_json_dict(),
             "ranks": s.n_ranks,
             "chunks_per_shard": self.chunks_per_shard,
+            "program": self.report.summary,
+            "predicted_time": self.predicted_time,
             "lp_time": self.lp_time,
             "mcf_time": self.mcf_time,
-            "predicted_time": self.predicted_time,
             "fidelity": self.fidelity,
             "mcf_ratio": self.mcf_ratio,
             "schedule_predicted_time": predicted_time(s),
-            "program": self.report.summary,
-            "verified": True,
             "timings": dict(self.timings),
         }
 

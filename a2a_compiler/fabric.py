@@ -66,6 +66,8 @@ MAX_BANDWIDTH_RATIO = 1e6
 def check_bandwidth(value: float, option: str = "bandwidth", text=None) -> float:
     """``value`` (bytes/s) if it is finite and within :data:`BANDWIDTH_RANGE`, else :class:`A2AError`."""
     lo, hi = BANDWIDTH_RANGE
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise A2AError(f"{option}: bandwidth {value!r} is not a number of bytes/s")
     if not (lo <= value <= hi):  # also catches nan and inf
         raise A2AError(f"{option}: bandwidth {text if text is not None else value!r} is outside "
                        f"{lo:g} B/s .. {hi:g} B/s (1 PB/s)")
@@ -99,13 +101,16 @@ class Fabric:
         return math.inf if self.host_bw is None else self.host_bw / self.link_bw
 
     def to_json_dict(self) -> dict:
-        """``{link_bw, host_bw, forwarding}`` (bytes/s or ``None``)."""
-        return {"link_bw": self.link_bw, "host_bw": self.host_bw, "forwarding": self.forwarding}
+        """``{link_bw_Bps, host_bw_Bps, forwarding}`` (bytes/s or ``None``; docs/json.md)."""
+        return {"link_bw_Bps": self.link_bw, "host_bw_Bps": self.host_bw, "forwarding": self.forwarding}
 
     @classmethod
     def from_json_dict(cls, d: dict) -> "Fabric":
-        """The inverse of :meth:`to_json_dict`."""
-        return cls(d.get("link_bw"), d.get("host_bw"), d.get("forwarding", "host"))
+        """The inverse of :meth:`to_json_dict`; files written before the JSON vocabulary (docs/json.md)
+        spell the same bytes/s ``link_bw`` and ``host_bw``."""
+        def bw(key):
+            return d.get(f"{key}_Bps", d.get(key))
+        return cls(bw("link_bw"), bw("host_bw"), d.get("forwarding", "host"))
 
     def describe(self) -> str:
         """One line for humans, e.g. ``link 25 Gbit/s, host 100 Gbit/s, host forwarding``."""

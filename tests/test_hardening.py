@@ -25,12 +25,12 @@ def _error(capsys, argv, code=2) -> str:
 @pytest.mark.parametrize("argv, message", [
     (["compile", "ring:4", "--emit", "msccl", "-o", "{tmp}/missing/x.xml"],
      "a2a compile: error: cannot write {tmp}/missing/x.xml: directory {tmp}/missing does not exist"),
-    (["compile", "ring:4", "--emit", "msccl", "-o", "{tmp}"], "a2a compile: error: cannot write {tmp}: it is a directory"),
+    (["compile", "ring:4", "--emit", "msccl", "-o", "{tmp}"], "a2a compile: error: cannot write {tmp}: it is a directory; give a regular file, a new path, a FIFO, a character device or - (standard output)"),
     (["schedule", "ring:4", "-o", "/proc/x.json"],
      "a2a schedule: error: cannot write /proc/x.json: No such file or directory"),
     (["solve", "ring:4", "--save", "{tmp}/nowhere/s.npz"],
      "a2a solve: error: cannot write {tmp}/nowhere/s.npz: directory {tmp}/nowhere does not exist"),
-    (["topo", "ring:4", "--save", "{tmp}"], "a2a topo: error: cannot write {tmp}: it is a directory"),
+    (["topo", "ring:4", "--save", "{tmp}"], "a2a topo: error: cannot write {tmp}: it is a directory; give a regular file, a new path, a FIFO, a character device or - (standard output)"),
     (["demo", "--dir", "{tmp}/file/sub", "--no-run"],
      "a2a demo: error: --dir {tmp}/file/sub: cannot create the directory: Not a directory"),
     (["topo", "file:/dev/zero"], "a2a topo: error: cannot read /dev/zero: it is a device; give a regular file"),
@@ -49,7 +49,9 @@ def _error(capsys, argv, code=2) -> str:
     (["solve", "ring:4", "--link-bw", "1e400Gbps"],
      "a2a solve: error: --link-bw: bandwidth '1e400Gbps' is outside 1 B/s .. 1e+15 B/s (1 PB/s)"),
     (["solve", "ring:4", "--link-bw", "inf"],
-     "a2a solve: error: --link-bw: cannot parse 'inf'; give a number and a unit, e.g. 25Gbps or 3.125GB/s"),
+     "a2a solve: error: --link-bw: cannot parse 'inf'; give a number and a unit, e.g. 25Gbps or 3.125GB/s (b is a "
+     "bit, B a byte: 25Gbps = 25Gb/s = 25Gbit/s (bits), 25GBps = 25GB/s = 8 x 25Gbps (bytes); prefixes k M G T "
+     "(1000s) or Ki Mi Gi Ti (1024s))"),
     (["solve", "ring:4", "--link-bw", "100Gbps", "--host-bw", "1Kbps"],
      "a2a solve: error: --host-bw / --link-bw = 1e-08 is outside 1e-6 .. 1e6, where the flow LPs lose precision"),
 ])

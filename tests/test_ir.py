@@ -56,6 +56,16 @@ def test_round_trip_is_byte_identical(tmp_path):
         assert predicted_time(back) == predicted_time(sch)
 
 
+def test_version_1_files_with_the_old_fabric_keys_still_load():
+    bw = parse_bandwidth("25Gbps")
+    d = to_json_dict(ring4_schedule(Fabric(bw, 4 * bw, "nic")))
+    assert (d["version"], d["fabric"]) == (2, {"link_bw_Bps": 3.125e9, "host_bw_Bps": 12.5e9, "forwarding": "nic"})
+    d.update(version=1, fabric={"link_bw": 3.125e9, "host_bw": 12.5e9, "forwarding": "nic"})
+    assert from_json_dict(d).fabric == Fabric(bw, 4 * bw, "nic")
+    with pytest.raises(FormatError, match=r"unsupported version 3 \(this reader knows 1 and 2\)"):
+        from_json_dict({**d, "version": 3})
+
+
 def test_predicted_time_link_schedule():
     # step 0: link 0->1 carries (0,1) and (0,2): 2 chunks; step 1: one relayed chunk per link
     assert predicted_time(ring4_schedule()) == 3.0

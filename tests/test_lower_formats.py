@@ -5,6 +5,9 @@ from pathlib import Path
 import pytest
 
 from a2a_compiler.errors import FormatError
+from a2a_compiler.fabric import Fabric
+from a2a_compiler.formats import msccl_rules
+from a2a_compiler.formats.record import Record
 from a2a_compiler.formats import load_program, parse_program, program_to_xml
 from a2a_compiler.formats.msccl import msccl_to_xml, parse_msccl
 from a2a_compiler.formats.mpi_paths import mpi_paths_to_xml, parse_mpi_paths
@@ -92,17 +95,29 @@ def test_missing_ids_and_types_read_as_invalid_not_unreadable():
     assert (prog.gpus[0].id, prog.gpus[0].tbs[0].id, prog.gpus[0].tbs[0].steps[0].type) == (-1, -1, "")
 
 
-def test_lp_time_is_recorded_and_checked():
+def test_every_format_records_spec_method_fabric_and_lp_times():
+    fabric = Fabric(25e9 / 8, 100e9 / 8, "nic")
+    record = Record("ring:2 -links 1 seed=0 --x", "mcf-extp", fabric, 13.5, 13.25)
     prog = MpiPathProgram("m", 2, 2, 1, (PathSend(0, 1, 0, 0, (0, 1), (0,)), PathSend(1, 0, 0, 0, (1, 0), (0,))),
-                          lp_time=13.5)
+                          record=record)
     data = mpi_paths_to_xml(prog)
-    assert b'nchunksperloop="2" lp_time="13.5">' in data
-    assert parse_mpi_paths(data) == prog
-    assert parse_mpi_paths(data.replace(b' lp_time="13.5"', b"")).lp_time is None
-    with pytest.raises(FormatError, match="attribute lp_time='-1' is not a positive number"):
-        parse_mpi_paths(data.replace(b'"13.5"', b'"-1"'))
-    one = OnecclProgram("o", 1, 1, 1, (OnecclRank(0, 1, 1, 0, ((),)),), lp_time=2.5)
+    assert data.splitlines()[1] == (
+        b'  <!-- a2a-record {"fabric": {"forwarding": "nic", "host_bw_Bps": 12500000000.0, "link_bw_Bps": '
+        b'3125000000.0}, "lp_time": 13.5, "mcf_time": 13.25, "method": "mcf-extp", "spec": "ring:2 -links 1 '
+        b'seed=0 -\\u002dx", "version": 1} -->')                       # "--" cannot occur in a comment
+    assert parse_mpi_paths(data) == prog and parse_mpi_paths(data).record.spec.endswith(" --x")
+    assert parse_mpi_paths(data.replace(data.splitlines()[1] + b"\n", b"")).record is None
+    with pytest.raises(FormatError, match=r"^m\.xml: line 2: a2a-record: lp_time=-1 is not a positive number$"):
+        parse_program(data.replace(b'"lp_time": 13.5', b'"lp_time": -1'), "m.xml")
+    with pytest.raises(FormatError, match=r"^m\.xml: line 2: a2a-record: fabric: --link-bw: bandwidth 'x' is not a "
+                                         r"number of bytes/s$"):
+        parse_program(data.replace(b'3125000000.0', b'"x"'), "m.xml")
+    one = OnecclProgram("o", 1, 1, 1, (OnecclRank(0, 1, 1, 0, ((),)),), record=record)
     assert parse_oneccl(oneccl_to_xml(one)) == one
+    algo = MscclProgram("a", "Simple", 1, 1, 1, "alltoall", 0, 1, 0, 0, (), record)
+    text = msccl_to_xml(algo)
+    assert parse_msccl(text) == algo and msccl_rules.check_lexical(text) == []
+    assert text.splitlines()[0].count(b'="') == 10            # the executor's 16-attribute limit is untouched
 
 
 def test_load_program_missing_file(tmp_path):

@@ -56,8 +56,8 @@ def test_hand_built_schedules_are_byte_exact(fixture, route_mode, fmt):
     # m = 1 and 100 bytes pad every format's chunks (C = 2 or 5); 10000 divides evenly
     out = run_json(8, DATA / fixture, "-b", "1", "-e", "10000", "-f", "100", "--check", "all",
                    "--route-mode", route_mode)
-    assert out["format"] == fmt and out["nranks"] == 8
-    assert [r["bytes"] for r in out["results"]] == [1, 100, 10000]
+    assert out["format"] == fmt and out["ranks"] == 8 and out["json_version"] == 1
+    assert [r["size_bytes"] for r in out["results"]] == [1, 100, 10000]
     assert [r["verified"] for r in out["results"]] == [True, True, True]
     assert all(r["native_verified"] and r["error"] is None for r in out["results"])
 
@@ -67,12 +67,12 @@ def test_direct_schedule_via_a2a_run_reports_the_mcf_bound(tmp_path):
     path.write_bytes(program_to_xml(direct_msccl(8)))
     out = run_json(8, path, "-b", "4K", "-e", "8K", "--link-bw", "3.125GB/s", "--mcf-flow", "1/2",
                    cmd=("-m", "a2a_compiler", "run"))
-    assert out["bound_GBps"] == pytest.approx(7 * 0.5 * 3.125)
+    assert out["throughput_bound_GBps"] == pytest.approx(7 * 0.5 * 3.125)
     for r in out["results"]:
-        assert r["verified"] and not r["padded"] and r["chunk_bytes"] == r["bytes"]
-        assert r["algbw_GBps"] == pytest.approx(7 * r["bytes"] / r["time_median_s"] / 1e9)
+        assert r["verified"] and not r["padded"] and r["chunk_bytes"] == r["size_bytes"]
+        assert r["algbw_GBps"] == pytest.approx(7 * r["size_bytes"] / r["time_median_s"] / 1e9)
         assert r["ratio_to_native"] == pytest.approx(r["algbw_GBps"] / r["native_algbw_GBps"])
-        assert r["bound_fraction"] == pytest.approx(r["algbw_GBps"] / out["bound_GBps"])
+        assert r["bound_fraction"] == pytest.approx(r["algbw_GBps"] / out["throughput_bound_GBps"])
 
 
 def test_wrong_delivery_names_rank_source_and_offset():
@@ -157,20 +157,27 @@ def test_compiled_schedules_are_byte_exact(nranks):
         assert x["exact"] == [True] * nranks, x["schedule"]
 
 
-def test_bound_uses_the_lp_time_recorded_in_the_file():
-    # the §5.2 torus oneCCL file records lp_time = 1/F = 13.5 (F = 2/27): 26 * 2/27 * 3.125 GB/s
-    out = run_json(27, SCHEDULES / "torus-3x3x3-tsmcf.oneccl.xml", "-b", "1K", "-e", "1K", "--link-bw", "25Gbps")
-    assert out["mcf_flow"] == pytest.approx(2 / 27, rel=1e-6)
-    assert out["bound_GBps"] == pytest.approx(26 * 2 / 27 * 3.125, rel=1e-6)
+def test_bound_uses_the_fabric_and_mcf_time_recorded_in_the_file():
+    # the §5.2 torus file records its fabric (25 Gbit/s links) and mcf_time = 1/F = 13.5 (F = 2/27):
+    # the bound is 26 * 2/27 * 3.125 GB/s with no option
+    out = run_json(27, SCHEDULES / "torus-3x3x3-tsmcf.oneccl.xml", "-b", "1K", "-e", "1K")
+    assert out["link_bw_Bps"] == 3.125e9 and out["mcf_flow"] == pytest.approx(2 / 27, rel=1e-6)
+    assert out["throughput_bound_GBps"] == pytest.approx(26 * 2 / 27 * 3.125, rel=1e-6)
     assert out["results"][0]["verified"]
 
 
-def test_bound_needs_f_for_msccl_files_and_link_bw_for_f():
+def test_bound_flags_override_the_record_and_need_each_other():
     p = mpirun(8, "-m", "runtimes.mpi", str(SCHEDULES / "hypercube-3-tsmcf.msccl.xml"), "--link-bw", "25Gbps",
+               "--mcf-flow", "1/5", "-b", "1K", "-e", "1K", "-n", "1", "-w", "0", "--json", "--timeout", "30")
+    assert p.returncode == 0, p.stderr
+    assert p.stderr == ("python -m runtimes.mpi: warning: --mcf-flow 0.2 differs from the file's link MCF optimum F = 0.25; the "
+                        "bound uses --mcf-flow\n")       # the file records no link bandwidth: --link-bw is no override
+    assert json.loads(p.stdout)["throughput_bound_GBps"] == pytest.approx(7 * 0.2 * 3.125)
+    p = mpirun(8, "-m", "runtimes.mpi", str(DATA / "runtime_relay8.msccl.xml"), "--link-bw", "25Gbps",
                "--timeout", "30")
     assert p.returncode == 2
-    assert "--link-bw: this msccl file does not record the LP value F; give --mcf-flow F" in p.stderr
-    p = mpirun(8, "-m", "runtimes.mpi", str(SCHEDULES / "hypercube-3-tsmcf.oneccl.xml"), "--mcf-flow", "1/4",
+    assert "--link-bw: this file does not record its link MCF optimum; give --mcf-flow F" in p.stderr
+    p = mpirun(8, "-m", "runtimes.mpi", str(DATA / "runtime_ecube8.oneccl.xml"), "--mcf-flow", "1/4",
                "--timeout", "30")
     assert p.returncode == 2
     assert "--mcf-flow needs --link-bw" in p.stderr
@@ -183,7 +190,7 @@ def test_human_table_and_bound_columns():
     lines = p.stdout.splitlines()
     assert lines[0].endswith("oneccl schedule 'runtime-ecube-8', 8 ranks, 2 chunk(s)/shard, "
                              "up to 10 scratch chunk(s) per rank")
-    assert "# %bound = algbw / (N-1)*F*b, the LP bound 5.469 GB/s (F = 0.25)" in lines
+    assert "# %bound = algbw / (N-1)*F*b, the link MCF bound 5.469 GB/s (F = 0.25)" in lines
     assert "# algbw = (N-1)*m/median (what each rank sends, per second); busbw = algbw*(N-1)/N (nccl-tests' " \
            "all-to-all bus bandwidth)" in lines
     head = next(x for x in lines if x.startswith("#") and "busbw(GB/s)" in x).split()[1:]
@@ -218,7 +225,7 @@ def test_msccl_tools_output_runs_byte_exact(name):
     """msccl-tools' own XML (tests/data/msccl_tools/README.md), as written: C = 2 files pad odd sizes."""
     out = run_json(4, DATA / "msccl_tools" / f"{name}.xml", "-b", "1", "-e", "100", "-f", "99", "--check", "all")
     assert out["format"] == "msccl" and out["chunks_per_shard"] == (2 if "_i2" in name else 1)
-    assert [(r["bytes"], r["verified"], r["error"]) for r in out["results"]] == [(1, True, None), (99, True, None)]
+    assert [(r["size_bytes"], r["verified"], r["error"]) for r in out["results"]] == [(1, True, None), (99, True, None)]
 
 
 def test_ctrl_c_during_a_run_is_one_line():
@@ -244,4 +251,4 @@ def test_rcs_program_is_byte_exact(tmp_path):
     path = a2a_compiler.compile("genkautz:8,2", "msccl", rcs=True).write(tmp_path / "gk8-rcs.xml")
     assert path.read_bytes().count(b'type="rcs"') == 3
     out = run_json(8, path, "-b", "98", "-e", "98", "--check", "all")   # C = 2 divides 98 bytes
-    assert [(r["bytes"], r["verified"], r["padded"]) for r in out["results"]] == [(98, True, False)]
+    assert [(r["size_bytes"], r["verified"], r["padded"]) for r in out["results"]] == [(98, True, False)]

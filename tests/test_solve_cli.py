@@ -23,7 +23,7 @@ def test_json_summary_nic_forwarding(capsys):
     s = _json(capsys, ["solve", "torus:3x3x3", *FABRIC, "--forwarding", "nic", "--json"])
     assert s["method"] == "mcf-decomp" and s["hosts"] == 27 and s["solver"] == "ipm"  # auto: small LP
     assert s["concurrent_flow"] == pytest.approx(1 / 9, rel=1e-6)
-    assert s["a2a_time"] == pytest.approx(9, rel=1e-6)
+    assert s["flow_time"] == pytest.approx(9, rel=1e-6) and s["lp_time"] == pytest.approx(9, rel=1e-6)
     assert s["upper_bound"] == pytest.approx(1 / 9, rel=1e-6)
     assert 0 <= s["gap"] <= 1e-6
     assert s["throughput_bound_GBps"] == pytest.approx(9.03, abs=5e-3)

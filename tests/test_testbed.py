@@ -128,17 +128,18 @@ def test_bench_on_a_four_node_fabric(ring_schedules):
     assert _leftovers(name) == []
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
-    assert (out["spec"], out["nranks"], out["mcf_flow"]) == ("hypercube:2", 4, pytest.approx(0.5))
-    assert out["bound_Bps"] == pytest.approx(3 * 0.5 * 2.5e6)
+    assert (out["spec"], out["ranks"], out["mcf_flow"]) == ("hypercube:2", 4, pytest.approx(0.5))
+    assert out["throughput_bound_GBps"] == pytest.approx(3 * 0.5 * 2.5e-3) and out["json_version"] == 1
     by = {r["label"]: r for r in out["results"]}
     assert list(by) == ["r4.mpi", "r4.oneccl", "cw.mpi", "sssp", "native"]
     for r in by.values():
         assert r["size_bytes"] == 65536 and r["verified"] and r["error"] is None and r["routes_followed"], r
-        assert r["time_s"] > 0 and r["algbw_Bps"] == pytest.approx(3 * 65536 / r["time_s"])
+        assert r["time_median_s"] > 0 and r["algbw_GBps"] == pytest.approx(3 * 65536 / r["time_median_s"] / 1e9)
         assert r["mgmt_bytes"] is not None
     # 2 chunks of 32 KiB per shard; each of the 8 directed links carries 4 chunks per call: 2 timed calls
     mcf = by["r4.mpi"]
-    assert mcf["route_mode"] == "direct" and mcf["predicted_Bps"] == pytest.approx(out["bound_Bps"])
+    assert mcf["route_mode"] == "direct"
+    assert mcf["predicted_algbw_GBps"] == pytest.approx(out["throughput_bound_GBps"])
     assert set(mcf["predicted_link_bytes"].values()) == {4 * 32768 * 2}
     # single shortest paths: 8 shards cross one link and 4 cross two; SSSP puts 2 shards on every link per call
     assert set(by["sssp"]["predicted_link_bytes"].values()) == {2 * 65536 * 2}
@@ -184,13 +185,13 @@ def test_up_exec_list_down(ring_schedules):
         assert p.stdout.startswith(f"testbed {name}: hypercube:2, ")
         listed = json.loads(a2a("testbed", "list", "--json").stdout)["testbeds"]
         mine = [t for t in listed if t["name"] == name]
-        assert len(mine) == 1 and mine[0]["namespaces"] == 9 and mine[0]["routes"] == "sssp"
+        assert len(mine) == 1 and mine[0]["namespaces"] == 9 and mine[0]["default_routes"] == "sssp"
         assert mine[0]["owner_pid"] is None and not mine[0]["stale"]
         run = a2a("testbed", "exec", "--name", name, "--timeout", "120", "--", sys.executable, "-m", "runtimes.mpi",
                   str(ring_schedules["oneccl"]), "-b", "4K", "-e", "4K", "-n", "2", "-w", "1", "--json")
         assert run.returncode == 0, run.stderr
         out = json.loads(run.stdout)
-        assert out["nranks"] == 4 and out["results"][0]["verified"] and out["results"][0]["native_verified"]
+        assert out["ranks"] == 4 and out["results"][0]["verified"] and out["results"][0]["native_verified"]
     finally:
         down = a2a("testbed", "down", "--name", name)
     assert (down.returncode, down.stdout) == (0, f"removed testbed {name}\n")
@@ -234,7 +235,7 @@ def test_fft_workload_is_exact(ring_schedules):
     for r in out["results"]:
         assert r["verified"] and r["routes_followed"] and r["size_bytes"] == 8 * 8 * 32 * 16
         assert set(r["fft_s"]) == {"fft2d", "alltoall", "fft1d", "total"}
-        assert r["fft_s"]["alltoall"] == r["time_s"]
+        assert r["fft_s"]["alltoall"] == r["time_median_s"]
 
 
 def _start_bench(name: str, schedule: Path) -> subprocess.Popen:

@@ -99,7 +99,7 @@ def test_link_chunks_of_the_shipped_schedules():
 
 def test_default_routes_as_a_path_schedule():
     prog = path_program(_clockwise(), "cw")
-    assert (prog.nranks, prog.nnodes, prog.chunks_per_shard, len(prog.sends), prog.lp_time) == (4, 4, 1, 12, 3.0)
+    assert (prog.nranks, prog.nnodes, prog.chunks_per_shard, len(prog.sends), prog.record) == (4, 4, 1, 12, None)
     assert prog.sends[1].nodes == (0, 1, 2) and prog.sends[1].chunks == (0,)
     # clockwise links carry a direct shard, a first hop and a second hop; the others only a direct shard
     assert link_chunks(prog) == {(0, 1): 3, (1, 2): 3, (2, 3): 3, (3, 0): 3, (1, 0): 1, (2, 1): 1, (3, 2): 1, (0, 3): 1}

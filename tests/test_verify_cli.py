@@ -21,7 +21,50 @@ def test_verify_json(capsys):
     assert main(["verify", str(ALLPAIRS), "--topology", "complete:3", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert (d["valid"], d["format"], d["ranks"], d["errors"]) == (True, "msccl", 3, [])
-    assert d["predicted_time"] == 1.0 and abs(d["lp_time"] - 1.0) < 1e-6
+    assert d["predicted_time"] == 1.0 and abs(d["mcf_time"] - 1.0) < 1e-6 and d["mcf_ratio"] == 1.0
+    assert (d["spec"], d["method"], d["lp_time"], d["fidelity"]) == ("complete:3", None, None, None)  # no record
+
+
+def test_compile_and_verify_agree_on_every_shared_key_without_flags(tmp_path, capsys):
+    """issue #18: 'a2a verify t3.xml' predicted 10.5 where compile said 13.875 (the fabric was not recorded)."""
+    for emit in ("oneccl", "msccl", "mpi"):
+        f = tmp_path / f"t3.{emit}.xml"
+        fabric = ["--link-bw", "25Gbps", "--host-bw", "100Gbps"] + (["--forwarding", "nic"] if emit == "mpi" else [])
+        assert main(["compile", "torus:3x3x3", *fabric, "--emit", emit, "-o", str(f), "-q", "--json"]) == 0
+        compiled = json.loads(capsys.readouterr().out)
+        assert main(["verify", str(f), "--json"]) == 0
+        out = capsys.readouterr()
+        verified = json.loads(out.out)
+        shared = sorted(set(compiled) & set(verified))
+        assert shared == ["chunks_per_shard", "fabric", "fidelity", "format", "json_version", "lp_time", "mcf_ratio",
+                          "mcf_time", "method", "predicted_time", "program", "ranks", "spec", "valid"]
+        assert {k: verified[k] for k in shared} == {k: compiled[k] for k in shared}, emit
+        assert out.err == "" and verified["overrides"] == [] and verified["checks"]["topology"] == "pass"
+        assert verified["fabric"] == {"link_bw_Bps": 3.125e9, "host_bw_Bps": 12.5e9,
+                                      "forwarding": "nic" if emit == "mpi" else "host"}
+        if emit == "oneccl":   # the issue's example
+            assert (verified["predicted_time"], verified["lp_time"]) == (13.875, 13.5)
+
+
+def test_verify_flags_override_the_record_with_a_warning(tmp_path, capsys):
+    f = tmp_path / "t.xml"
+    assert main(["compile", "torus:3x3", "--link-bw", "25Gbps", "--host-bw", "50Gbps", "--emit", "oneccl",
+                 "-o", str(f), "-q"]) == 0
+    capsys.readouterr()
+    assert main(["verify", str(f), "--link-bw", "25Gbps"]) == 0          # the recorded value: no warning
+    assert capsys.readouterr().err == ""
+    assert main(["verify", str(f), "--host-bw", "25Gbps", "--json"]) == 0
+    out = capsys.readouterr()
+    d = json.loads(out.out)
+    note = ("the fabric given (link 25 Gbit/s, host 25 Gbit/s, host forwarding) differs from the one the file was "
+            "compiled for (link 25 Gbit/s, host 50 Gbit/s, host forwarding): times are predicted on the one given")
+    assert d["overrides"][0] == note and out.err.splitlines()[0] == f"a2a verify: warning: {f}: {note}"
+    assert d["fabric"]["host_bw_Bps"] == 25e9 / 8 and d["mcf_time"] > d["lp_time"] and d["fidelity"] is None
+    assert main(["verify", str(f), "--topology", "torus:3x4"]) == 1
+    out = capsys.readouterr()
+    assert ("--topology torus:3x4 differs from the spec the file was compiled for (torus:3x3): its links are checked "
+            "against --topology") in out.err
+    assert "the program has 9 ranks but topology torus:3x4 has 12 hosts" in out.out
 
 
 def test_verify_invalid_exit_1(tmp_path, capsys):

@@ -182,7 +182,7 @@ def test_dataflow_time_with_host_bottleneck():
     fabric = Fabric(link_bw=25e9 / 8, host_bw=25e9 / 8)  # host-NIC as fast as one link
     report = verify_bytes(ALLPAIRS, "allpairs.xml", from_spec("complete:3"), fabric)
     # each gpu injects two shards through a one-link-wide host port: 2 link-times, as the LP says
-    assert report.valid and report.perf.predicted_time == 2.0 and abs(report.lp_time - 2.0) < 1e-6
+    assert report.valid and report.perf.predicted_time == 2.0 and abs(report.mcf_time - 2.0) < 1e-6
 
 
 def test_huge_declared_buffers_not_simulated():

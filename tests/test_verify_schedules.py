@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from a2a_compiler.cli import main
-from a2a_compiler.compiler import flag
+from a2a_compiler.fabric import Fabric, parse_bandwidth
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEDULES = ROOT / "schedules"
@@ -17,14 +17,16 @@ spec.loader.exec_module(make_schedules)
 
 
 @pytest.mark.parametrize("name, spec, options", [(n, s, o) for n, (s, _, o), _ in make_schedules.SCHEDULES])
-def test_precompiled_schedule_verifies(name, spec, options, capsys):
+def test_precompiled_schedule_verifies_on_its_recorded_topology_and_fabric(name, spec, options, capsys):
     f = SCHEDULES / name
     assert f.exists(), f"{name} missing: run python tools/make_schedules.py"
-    fabric = [a for k in ("link_bw", "host_bw", "forwarding") if k in options for a in (flag(k), options[k])]
-    assert main(["verify", str(f), "--topology", spec, *fabric, "--no-lp", "--json"]) == 0
+    assert main(["verify", str(f), "--no-lp", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
-    assert d["valid"] and d["errors"] == [] and d["format"] == name.split(".")[-2]
-    assert d["ranks"] == (27 if "torus" in name else 8)
+    assert d["valid"] and d["errors"] == [] and d["format"] == name.split(".")[-2] and d["spec"] == spec
+    assert d["ranks"] == (27 if "torus" in name else 8) and d["checks"]["topology"] == "pass"
+    fabric = Fabric(*(parse_bandwidth(options[k]) if k in options else None for k in ("link_bw", "host_bw")),
+                    options.get("forwarding", "host"))
+    assert d["fabric"] == fabric.to_json_dict() and d["overrides"] == []
     if "min_fidelity" in options:  # the >= 0.99 torus file: LP 13.5, dataflow 1089/80 = 13.6125: fidelity 0.9917
         assert d["predicted_time"] == pytest.approx(1089 / 80, abs=1e-9)
 
@@ -41,16 +43,19 @@ def test_recompiled_schedules_are_byte_identical():
 
 
 def test_fidelity_needs_the_fabric_the_file_was_compiled_for(capsys):
-    """The torus oneCCL file records LP 13.5 (host-NIC bottleneck); on plain links it prices at 10.5,
-    which no fidelity can describe: verify says so instead of reporting 13.5 / 10.5 = 1.29."""
+    """The torus oneCCL file records LP 13.5 for its host-NIC bottleneck fabric: verify with no option
+    prices it there (13.875, fidelity 0.973, what compile said); on a faster host link it prices at
+    10.5, which no fidelity can describe (13.5 / 10.5 = 1.29): verify reports none and says why."""
     f = str(SCHEDULES / "torus-3x3x3-tsmcf.oneccl.xml")
-    assert main(["verify", f, "--json"]) == 0
+    assert main(["verify", f, "--no-lp", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
-    assert (d["predicted_time"], d["file_lp_time"], d["fidelity"]) == (10.5, 13.5, None)
-    assert d["warnings"] == ["the file's LP time 13.5 exceeds its predicted time 10.5 on this fabric, so it was "
-                             "compiled for another one: give --link-bw, --host-bw and --forwarding as at compile "
-                             "time for its fidelity"]
-    assert main(["verify", f, "--link-bw", "25Gbps", "--host-bw", "100Gbps", "--json"]) == 0
-    d = json.loads(capsys.readouterr().out)
-    assert (d["predicted_time"], d["warnings"]) == (13.875, [])
-    assert d["fidelity"] == pytest.approx(13.5 / 13.875, rel=1e-12)
+    assert (d["predicted_time"], d["lp_time"], d["overrides"]) == (13.875, 13.5, [])
+    assert d["fidelity"] == pytest.approx(13.5 / 13.875, rel=1e-12) and d["mcf_time"] == 13.499999945316388
+    assert main(["verify", f, "--no-lp", "--host-bw", "1TB/s", "--json"]) == 0
+    out = capsys.readouterr()
+    d = json.loads(out.out)
+    assert (d["predicted_time"], d["lp_time"], d["fidelity"], d["mcf_time"]) == (10.5, 13.5, None, None)
+    assert d["overrides"] == ["the fabric given (link 25 Gbit/s, host 8000 Gbit/s, host forwarding) differs from "
+                              "the one the file was compiled for (link 25 Gbit/s, host 100 Gbit/s, host forwarding): "
+                              "times are predicted on the one given"]
+    assert out.err == f"a2a verify: warning: {f}: {d['overrides'][0]}\n"

@@ -309,8 +309,7 @@ def chunk_path_schedule(topology: Topology, solution: FlowSolution, *, max_chunk
             cands.setdefault((p.src, p.dst), []).append((w, tuple(p.nodes)))
     cands = dict(sorted(cands.items()))
     _check_covered(topology.n_hosts, cands, solution.method)
-    res, paths = _candidate_resources(CostModel.from_topology(topology, solution.fabric), 1, cands,
-                                      lambda nodes: [(0, u, v) for u, v in zip(nodes, nodes[1:])])
+    res, paths = path_resources(topology, solution.fabric, cands)
 
     def build(C, counts):
         routes = []
@@ -331,6 +330,13 @@ def chunk_path_schedule(topology: Topology, solution: FlowSolution, *, max_chunk
                          min_fidelity=min_fidelity, program_time=program_time, progress=progress)
 
 
+def path_resources(topology: Topology, fabric, cands: dict) -> tuple[_Resources, list[list[np.ndarray]]]:
+    """The cost model's resources of every candidate route (all routes carry their chunks at once):
+    ``cands`` maps each shard ``(s, d)`` to its ``[(weight, nodes), ...]``."""
+    return _candidate_resources(CostModel.from_topology(topology, fabric), 1, cands,
+                                lambda nodes: [(0, u, v) for u, v in zip(nodes, nodes[1:])])
+
+
 def _check_covered(n: int, cands: dict, method: str) -> None:
     for s in range(n):
         for d in range(n):
@@ -348,7 +354,7 @@ def chunk_candidates(max_chunks: int) -> list[int]:
 
 def choose_chunks(res: _Resources, paths: list[list[np.ndarray]], cands: dict, lp_time: float, build, *,
                   max_chunks: int = 16, chunks: int | None = None, min_fidelity: float | None = None,
-                  program_time=None, progress=None):
+                  target: float = FIDELITY_TARGET, program_time=None, progress=None):
     """Round and :func:`rebalance` for each ``C`` in :func:`chunk_candidates` and keep the
     smallest ``C`` whose fidelity ``lp_time / time`` reaches ``min_fidelity``, else the
     best (``chunks`` fixes ``C`` instead); returns ``build(C, counts)``, the schedule.
@@ -356,13 +362,14 @@ def choose_chunks(res: _Resources, paths: list[list[np.ndarray]], cands: dict, l
     ``time`` is the schedule's stepped time (:func:`a2a_compiler.chunk.cost.stepped_time`,
     which the local search minimises) or, given ``program_time(schedule)``, the time of
     the program that will be emitted from it (MSCCL: its dataflow time), so ``C`` is
-    chosen on what is written.  Without ``min_fidelity`` the target is
-    :data:`FIDELITY_TARGET` and falling short is fine; with it, falling short raises
-    :class:`A2AError` naming the best ``C`` found.
+    chosen on what is written.  Without ``min_fidelity`` the target is ``target``
+    (:data:`FIDELITY_TARGET`; 1 keeps the best ``C``, the smallest reaching the LP optimum)
+    and falling short is fine; with it, falling short raises :class:`A2AError` naming
+    the best ``C`` found.
     """
     if min_fidelity is not None and not 0 < min_fidelity <= 1:
         raise A2AError(f"--min-fidelity must be in (0, 1], got {min_fidelity}")
-    target = FIDELITY_TARGET if min_fidelity is None else min_fidelity
+    target = target if min_fidelity is None else min_fidelity
     weights = [np.array([w for w, _ in plist]) for plist in cands.values()]
     best = None
     for C in [chunks] if chunks is not None else chunk_candidates(max_chunks):

@@ -37,7 +37,8 @@ from .cost import CostModel, ratio, stepped_time
 Chunk = tuple[int, int, int]  # (origin, destination, index)
 
 FORMAT = "a2a-schedule"
-VERSION = 1
+#: Version written; version 1 (fabric keys ``link_bw``, ``host_bw``, same bytes/s) is still read.
+VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -326,8 +327,8 @@ def from_json_dict(d, source: str = "<json>") -> Schedule:
 def _from_json_dict(d, source: str) -> Schedule:
     if not isinstance(d, dict) or d.get("format") != FORMAT:
         raise FormatError(f"not an {FORMAT} file (missing \"format\": \"{FORMAT}\")")
-    if d.get("version") != VERSION:
-        raise FormatError(f"unsupported version {d.get('version')!r} (this reader knows {VERSION})")
+    if d.get("version") not in (1, VERSION):
+        raise FormatError(f"unsupported version {d.get('version')!r} (this reader knows 1 and {VERSION})")
     try:
         kind = d["kind"]
         fab = d["fabric"]

@@ -117,9 +117,11 @@ def fabric_from_args(args) -> Fabric:
     )
 
 
-def print_json(obj) -> None:
-    """``obj`` as indented JSON on stdout."""
-    json.dump(obj, sys.stdout, indent=1, sort_keys=False)
+def print_json(obj: dict) -> None:
+    """``obj`` as indented JSON on stdout, ``json_version`` first (docs/json.md)."""
+    from ..vocabulary import versioned
+
+    json.dump(versioned(obj), sys.stdout, indent=1, sort_keys=False)
     sys.stdout.write("\n")
 
 

@@ -9,13 +9,19 @@ from ..progress import Progress
 from .common import PROGRESS_DELAY, SPEC_HELP, add_fabric_args, fabric_from_args, print_json
 
 EPILOG = """\
-Each topology's all-to-all time is 1/F link-times for unit shards, F its certified
-optimal concurrent flow (mcf-decomp: master LP with a dual-bound certificate;
-"gap" is the relative optimality gap).  thm1_time is Basu et al.'s Theorem 1
-lower bound (eq. 25) for any topology with the same number of hosts N and
-out-degree d: the depth sum of a full d-ary arborescence on N nodes, over d.
-ratio = time / thm1_time >= 1; the closer to 1, the closer to the best possible
-topology of that size and degree.  The best row (smallest time) is marked '*'.
+Each topology's all-to-all time (lp_time) is 1/F link-times for unit shards, F its
+certified optimal concurrent flow (mcf-decomp: master LP with a dual-bound
+certificate; "gap" is the relative optimality gap).  thm1_time is Basu et al.'s
+Theorem 1 lower bound (eq. 25) for any topology with the same number of hosts N
+and out-degree d: the depth sum of a full d-ary arborescence on N nodes, over d.
+thm1 ratio = thm1_time / lp_time <= 1: the closer to 1, the closer to the best
+possible topology of that size and degree.
+
+Topologies are ranked by the thm1 ratio, not by raw times: a topology with more
+hosts or a lower degree is slower whatever its structure, so raw times compare
+only like with like, while the ratio compares each with the bound for its own N
+and degree.  The best row is marked '*'; a row without a Theorem 1 bound
+(switches, non-unit capacities) is not ranked.
 
 examples:
   a2a compare genkautz:250,4 xpander:4,50,seed=1 jellyfish:250,4,seed=1 torus:16x16
@@ -36,24 +42,26 @@ def register(sub) -> None:
     p.add_argument("--method", choices=("mcf-decomp", "mcf", "tsmcf"), default="mcf-decomp",
                    help="flow formulation solved for every topology (default mcf-decomp)")
     p.add_argument("--json", action="store_true",
-                   help="print one JSON object: fabric, best, rows[*] with spec, hosts, degree, alltoall_time, "
-                        "thm1_time, ratio, gap, method, solve_seconds, throughput_bound_GBps")
-    p.add_argument("--plot", metavar="PNG", help="also write a bar chart of time / Thm. 1 bound to PNG")
+                   help="print one JSON object (docs/json.md): fabric, best, rows[*] with spec, hosts, degree_max, "
+                        "lp_time, thm1_time, thm1_ratio, rank, gap, method, solve_seconds, throughput_bound_GBps")
+    p.add_argument("--plot", metavar="PNG", help="also write a bar chart of the thm1 ratios to PNG")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=run)
 
 
 def _human(comparison) -> str:
     best = comparison.best
-    head = f"{'topology':28s} {'hosts':>5s} {'deg':>3s} {'a2a time':>10s} {'thm1':>9s} {'ratio':>7s} {'vs best':>8s}"
+    rank = {id(r): i + 1 for i, r in enumerate(comparison.ranked)}
+    head = f"{'topology':28s} {'hosts':>5s} {'deg':>3s} {'a2a time':>10s} {'thm1':>9s} {'ratio':>7s} {'rank':>5s}"
     lines = [head]
     for r in comparison.rows:
         thm1 = "-" if r.thm1_time is None else f"{r.thm1_time:.4g}"
-        ratio = "-" if r.ratio is None else f"{r.ratio:.4f}"
+        ratio = "-" if r.thm1_ratio is None else f"{r.thm1_ratio:.4f}"
         mark = "*" if r is best else " "
-        lines.append(f"{mark}{r.spec:27s} {r.hosts:5d} {r.degree:3d} {r.alltoall_time:10.5g} {thm1:>9s} {ratio:>7s} "
-                     f"{r.alltoall_time / best.alltoall_time:7.3f}x")
-    lines.append("times in link-times for unit shards; ratio = time / Theorem 1 bound for the row's N and degree")
+        lines.append(f"{mark}{r.spec:27s} {r.hosts:5d} {r.degree_max:3d} {r.lp_time:10.5g} {thm1:>9s} {ratio:>7s} "
+                     f"{rank.get(id(r), '-'):>5}")
+    lines.append("times in link-times for unit shards; ratio = Theorem 1 bound for the row's N and degree / time "
+                 "(<= 1); ranked by ratio")
     return "\n".join(lines)
 
 

@@ -73,8 +73,9 @@ def register(sub) -> None:
                         "(3-hop paths whose relays can stage the chunk in its output slot), on extra channels: "
                         "less scratch, but more steps and thread blocks (docs/formats.md)")
     p.add_argument("--name", help="algorithm name written into the file (default SPEC-METHOD)")
-    add_output_args(p, "FILE", "the XML", "format, method, ranks, chunks_per_shard, lp_time, mcf_time, "
-                                          "predicted_time, fidelity, mcf_ratio, output, ...")
+    add_output_args(p, "FILE", "the XML", "docs/json.md: valid, format, spec, method, fabric, ranks, chunks_per_shard, "
+                                          "program, predicted_time, lp_time, mcf_time, fidelity, mcf_ratio, "
+                                          "output, ...; the same values 'a2a verify FILE --json' prints")
     p.set_defaults(func=run)
 
 

@@ -147,7 +147,7 @@ def run(args) -> int:
         return 0
     print(f"{s['spec']}: {s['hosts']} hosts, {fabric.describe()}")
     print(f"method {s['method']}: concurrent flow F = {s['concurrent_flow']:.9g}, all-to-all time 1/F = "
-          f"{s['a2a_time']:.6g} link-times")
+          f"{s['flow_time']:.6g} link-times")
     print(f"certified upper bound {s['upper_bound']:.9g}, gap {s['gap']:.2e}, solved in {s['solve_seconds']:.2f} s")
     if s["throughput_bound_GBps"] is not None:
         print(f"throughput bound (N-1)*F*b = {s['throughput_bound_GBps']:.4g} GB/s")

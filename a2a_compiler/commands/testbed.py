@@ -9,6 +9,7 @@ import argparse
 import sys
 
 from ..errors import A2AError
+from ..fabric import Fabric
 from .common import add_fabric_args, add_topology_args, fabric_from_args, positive_int, print_json, progress, \
     topology_from_args
 
@@ -167,8 +168,10 @@ def run_list(args) -> int:
         st = read_state(name) or {}
         topo = st.get("topology", {}).get("spec", "?")
         stale = st.get("owner_pid") is not None and not owner_alive(st)
-        rows.append({"name": name, "spec": topo, "namespaces": len(nss), "fabric": st.get("fabric"),
-                     "routes": st.get("routes"), "owner_pid": st.get("owner_pid"), "stale": stale})
+        fabric = st.get("fabric")
+        rows.append({"name": name, "spec": topo, "namespaces": len(nss),
+                     "fabric": fabric and Fabric.from_json_dict(fabric).to_json_dict(),
+                     "default_routes": st.get("routes"), "owner_pid": st.get("owner_pid"), "stale": stale})
     if args.json:
         print_json({"testbeds": rows})
         return 0
@@ -176,7 +179,7 @@ def run_list(args) -> int:
         print("no testbeds")
     for r in rows:
         fab = r["fabric"] or {}
-        bw = f"{fab['link_bw'] * 8 / 1e6:g} Mbit/s {fab.get('forwarding')}" if fab.get("link_bw") else "?"
+        bw = f"{fab['link_bw_Bps'] * 8 / 1e6:g} Mbit/s {fab.get('forwarding')}" if fab.get("link_bw_Bps") else "?"
         note = " (stale: its bench died; 'a2a testbed down --name NAME')" if r["stale"] else ""
         print(f"{r['name']:16s} {r['spec']:24s} {bw:22s} {r['namespaces']:4d} namespaces{note}")
     return 0
@@ -226,23 +229,23 @@ def run_bench(args) -> int:
 def _print_table(result) -> None:
     h = result.header
     fab = h["fabric"]
-    host = "unlimited" if fab["host_bw"] is None else f"{fab['host_bw'] * 8 / 1e6:g} Mbit/s"
-    print(f"# {h['spec']}: {h['nranks']} ranks, link {fab['link_bw'] * 8 / 1e6:g} Mbit/s, host {host}, "
-          f"{fab['forwarding']} forwarding, default routes {h['routes']}")
-    print(f"# MCF bound (N-1)*F*b = {h['bound_Bps'] / 1e6:.3f} MB/s (F = {h['mcf_flow']:.6g}); "
+    host = "unlimited" if fab["host_bw_Bps"] is None else f"{fab['host_bw_Bps'] * 8 / 1e6:g} Mbit/s"
+    print(f"# {h['spec']}: {h['ranks']} ranks, link {fab['link_bw_Bps'] * 8 / 1e6:g} Mbit/s, host {host}, "
+          f"{fab['forwarding']} forwarding, default routes {h['default_routes']}")
+    print(f"# MCF bound (N-1)*F*b = {h['throughput_bound_GBps'] * 1e3:.3f} MB/s (F = {h['mcf_flow']:.6g}); "
           f"{h['iters']} timed iterations after {h['warmup']} warm-up, time = median of the slowest rank's")
-    native = {r["size_bytes"]: r["algbw_Bps"] for r in result.results if r["kind"] == "native"}
+    native = {r["size_bytes"]: r["algbw_GBps"] for r in result.results if r["item"] == "native"}
     cols = [("label", 24), ("bytes", 9), ("time(s)", 9), ("MB/s", 7), ("pred MB/s", 10), ("%bound", 7),
             ("x native", 9), ("check", 6), ("routes", 9), ("busiest meas/pred", 18), ("cpu%", 5)]
     print("# " + " ".join(f"{c:{w}}" if i == 0 else f"{c:>{w}}" for i, (c, w) in enumerate(cols)))
     for r in result.results:
         nat = native.get(r["size_bytes"])
         bl = r["busiest_link"]
-        cells = [r["label"][:24], r["size_bytes"], f"{r['time_s']:.3f}", f"{r['algbw_Bps'] / 1e6:.3f}",
-                 f"{r['predicted_Bps'] / 1e6:.3f}", f"{100 * r['bound_fraction']:.1f}",
-                 f"{r['algbw_Bps'] / nat:.2f}" if nat else "-",
+        cells = [r["label"][:24], r["size_bytes"], f"{r['time_median_s']:.3f}", f"{r['algbw_GBps'] * 1e3:.3f}",
+                 f"{r['predicted_algbw_GBps'] * 1e3:.3f}", f"{100 * r['bound_fraction']:.1f}",
+                 f"{r['algbw_GBps'] / nat:.2f}" if nat else "-",
                  "ok" if r["verified"] else "FAILED", "ok" if r["routes_followed"] else "OFF-ROUTE",
-                 f"{bl['link']} {bl['measured'] / max(bl['predicted'], 1):.2f}",
+                 "{}-{} {:.2f}".format(*bl["link"], bl["measured"] / max(bl["predicted"], 1)),
                  f"{100 * r['cpu']['busy_fraction']:.0f}"]
         print("  " + " ".join(f"{c:{w}}" if i == 0 else f"{c:>{w}}" for i, (c, (_, w)) in enumerate(zip(cells, cols))))
         if "fft_s" in r:

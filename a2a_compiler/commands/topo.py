@@ -10,7 +10,7 @@ from .common import add_topology_args, print_json, topology_from_args
 EPILOG = """\
 bounds (unit link capacities, unit demand per ordered host pair):
   distance_bound_F       F <= sum of link capacities / sum of host-pair distances (Basu et al., known-values.md)
-  thm1_lower_bound_time  1/F >= (depth sum of a full d-ary arborescence on N nodes) / d, d = max out-degree
+  thm1_time              1/F >= (depth sum of a full d-ary arborescence on N nodes) / d, d = max out-degree
                          (Basu et al. §5.4, Thm. 1); only for switchless, unit-capacity topologies
 """
 
@@ -31,7 +31,7 @@ def summary(topology: Topology) -> dict:
         "diameter": int(stats.diameter),
         "mean_distance": stats.mean,
         "distance_bound_F": distance_bound(topology, stats),
-        "thm1_lower_bound_time": thm1_lower_bound(topology),
+        "thm1_time": thm1_lower_bound(topology),
         "notes": list(topology.notes),
     }
 
@@ -46,8 +46,8 @@ def _human(s: dict) -> str:
         f"distance   diameter {s['diameter']}, mean {s['mean_distance']:.4f} over ordered host pairs",
         f"bound      F <= {s['distance_bound_F']:.6g} (distance bound; all-to-all time >= {1 / s['distance_bound_F']:.6g})",
     ]
-    if s["thm1_lower_bound_time"] is not None:
-        lines.append(f"thm 1      all-to-all time 1/F >= {s['thm1_lower_bound_time']:.6g} (Basu et al. §5.4)")
+    if s["thm1_time"] is not None:
+        lines.append(f"thm 1      all-to-all time 1/F >= {s['thm1_time']:.6g} (Basu et al. §5.4)")
     lines += [f"note       {n}" for n in s["notes"]]
     return "\n".join(lines)
 
@@ -79,7 +79,7 @@ def register(subparsers) -> None:
     add_topology_args(p)
     p.add_argument("--json", action="store_true",
                    help="print one JSON object (spec, hosts, switches, links, degree_min, degree_max, diameter, "
-                        "mean_distance, distance_bound_F, thm1_lower_bound_time, ...) instead of the summary")
+                        "mean_distance, distance_bound_F, thm1_time, ...) instead of the summary")
     p.add_argument("--save", metavar="FILE",
                    help="write the topology in the JSON topology format (docs/formats.md), atomically; "
                         "load it back with file:FILE")

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import sys
+from dataclasses import dataclass
+
 from ..cli import command_parser
 from ..errors import A2AError
-from .common import SPEC_HELP, add_fabric_args, add_topology_args, fabric_from_args, print_json, \
-    topology_from_args
+from ..fabric import parse_bandwidth
+from .common import SPEC_HELP, add_fabric_args, add_topology_args, print_json, topology_from_args
 
 HELP = "check an MSCCL / oneCCL-style / MPI path XML schedule (rules, data movement, deadlock, topology, time)"
 
@@ -26,28 +29,45 @@ checks:
                      route's layer, or its per-hop vcs -- are acyclic (Dally & Seitz), so the
                      routes cannot deadlock under wormhole / credit-based flow control; a cycle
                      is reported channel by channel
-  topology           with --topology: every transfer (route hop) is a real link
+  topology           every transfer (route hop) is a real link of the topology: the one the file
+                     records (files of 'a2a compile' and 'a2a routes'), or --topology SPEC
   performance        predicted time in link-times (one shard over one link), by the cost model
                      'a2a compile' uses (MSCCL: dataflow; oneCCL: its steps; MPI paths: all routes
-                     at once); fidelity against the LP time the file records (oneCCL, MPI paths)
-                     and, with --topology, the link MCF optimum 1/F (certified) and the MCF ratio
+                     at once) on the recorded fabric; fidelity = lp_time / predicted time, lp_time
+                     the method's own LP optimum the file records; MCF ratio = mcf_time /
+                     predicted time, mcf_time the link MCF optimum 1/F, solved (certified)
+
+Every file the compiler writes records its topology spec, method, fabric and LP times (a comment,
+docs/formats.md), so 'a2a verify FILE' with no other option reports what 'a2a compile' said.
+Fabric flags (--link-bw, --host-bw, --forwarding) replace the recorded values and --topology the
+recorded spec, each difference with a warning on stderr; files of other tools (msccl-tools) record
+nothing: give them --topology and the fabric flags.
 
 Warnings (a receive described differently from its send, many channels or thread blocks) do not
 make a file invalid unless --strict.
+"""
 
-exit status: 0 all checks pass, 1 the schedule is invalid, 2 the file is unreadable (or a bad option).
+EPILOG = """\
+exit status: 0 every FILE passes every check; 1 some FILE is invalid; 2 some FILE is unreadable
+(missing, malformed, hostile) or an option is bad; 130 interrupted (Ctrl-C).
+
+examples:
+  a2a verify t3.xml                                   # the recorded spec and fabric
+  a2a verify schedules/*.xml --junit verify.xml       # CI: one JUnit testcase per file
+  a2a verify allpairs.xml --topology complete:3       # a file from msccl-tools (no record)
+  a2a verify t3.xml --link-bw 10Gbps                  # predicted on another fabric (warns)
 """
 
 
 def register(sub) -> None:
     """Add ``a2a verify`` to the subcommands."""
-    p = command_parser(sub, "verify", HELP, DESCRIPTION)
-    p.add_argument("file", metavar="FILE", help="schedule XML (MSCCL, oneCCL-style or MPI path)")
+    p = command_parser(sub, "verify", HELP, DESCRIPTION, EPILOG)
+    p.add_argument("files", nargs="+", metavar="FILE", help="schedule XML (MSCCL, oneCCL-style or MPI path)")
     p.add_argument("--topology", metavar="SPEC", dest="spec",
-                   help=f"check transfers against this topology and compare with its LP optimum; {SPEC_HELP}")
+                   help=f"check transfers against this topology instead of the recorded one; {SPEC_HELP}")
     add_topology_args(p, positional=False)
     add_fabric_args(p)
-    p.add_argument("--no-lp", action="store_true", help="with --topology, skip solving the LP for the optimum")
+    p.add_argument("--no-lp", action="store_true", help="do not solve the link MCF (mcf_time is then the recorded one)")
     p.add_argument("--deadlock-free", action="store_true",
                    help="MPI path files: prove the routes' channel dependency graph over (link, virtual channel) "
                         "acyclic (the layers or vcs written by 'a2a routes --deadlock')")
@@ -56,38 +76,119 @@ def register(sub) -> None:
                         "send's (msccl-tools writes both alike; the public MSCCL-XML-Verifier rejects the "
                         "difference), more than 32 channels or 108 thread blocks, i_chunks above nchunksperloop")
     p.add_argument("--json", action="store_true",
-                   help="print one JSON object: valid, format, ranks, checks, errors, warnings, "
-                        "predicted_time, lp_time (link MCF), mcf_ratio, file_lp_time, fidelity; also for an "
-                        "unreadable file (valid false, the reason in errors, exit 2)")
+                   help="print one JSON object per file (docs/json.md): valid, file, format, spec, method, fabric, "
+                        "ranks, chunks_per_shard, program, checks, errors, warnings, overrides, predicted_time, "
+                        "lp_time, mcf_time, fidelity, mcf_ratio; several files: {valid, files: [...]}; an "
+                        "unreadable file gives valid false and the reason in errors")
+    p.add_argument("--junit", metavar="OUT.xml",
+                   help="also write a JUnit XML report: one testcase per FILE, its errors as a <failure> "
+                        "(an unreadable file: an <error>), for CI dashboards (Jenkins, GitLab)")
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
-    """``a2a verify``: :func:`a2a_compiler.verify.verify_file`, print the report; 0 valid, 1 invalid, 2 unreadable."""
-    from ..verify import CHECKS, verify_file
+def _fabric_overrides(args) -> dict:
+    """The fabric fields the flags give, to replace the recorded ones."""
+    return {"link_bw": None if args.link_bw is None else parse_bandwidth(args.link_bw, "--link-bw"),
+            "host_bw": None if args.host_bw is None else parse_bandwidth(args.host_bw, "--host-bw"),
+            "forwarding": args.forwarding}
 
-    try:
-        topology = topology_from_args(args) if args.spec else None
-        report = verify_file(args.file, topology, fabric_from_args(args), lp=not args.no_lp,
-                             deadlock_free=args.deadlock_free, strict=args.strict)
-    except A2AError as exc:
+
+def run(args) -> int:
+    """``a2a verify``: :func:`a2a_compiler.verify.verify_file` on each FILE; 0 all valid, 1 some invalid,
+    2 some unreadable (or a bad option)."""
+    import time
+
+    from ..files import check_writable
+    from ..verify import verify_file
+
+    if args.junit:
+        check_writable(args.junit)
+    topology = topology_from_args(args) if args.spec else None
+    overrides = _fabric_overrides(args)
+    outcomes = []
+    for path in args.files:
+        t0 = time.perf_counter()
+        try:
+            report, error = verify_file(path, topology, overrides, lp=not args.no_lp,
+                                        deadlock_free=args.deadlock_free, strict=args.strict), None
+        except A2AError as exc:
+            report, error = None, str(exc)
+        outcomes.append(Outcome(path, report, error, time.perf_counter() - t0))
+        for note in report.overrides if report else ():
+            print(f"a2a verify: warning: {path}: {note}", file=sys.stderr)
         if not args.json:
-            raise
-        print_json({"valid": False, "source": args.file, "format": None, "errors": [str(exc)], "warnings": []})
-        return 2
+            if error is not None:
+                print(f"a2a verify: error: {error}", file=sys.stderr)
+            else:
+                print(_human(report))
     if args.json:
-        print_json(report.to_json())
-        return 0 if report.valid else 1
-    print(f"{report.source}: {report.format}, {report.summary}")
+        objs = [o.to_json() for o in outcomes]
+        print_json(objs[0] if len(objs) == 1 else {"valid": all(o["valid"] for o in objs), "files": objs})
+    if args.junit:
+        from ..files import atomic_write
+
+        atomic_write(args.junit, junit_xml(outcomes))
+    return max(o.exit_code for o in outcomes)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One FILE: its report, or why it could not be read; seconds taken."""
+
+    path: str
+    report: object
+    error: str | None
+    seconds: float
+
+    @property
+    def exit_code(self) -> int:
+        return 2 if self.error is not None else 0 if self.report.valid else 1
+
+    def to_json(self) -> dict:
+        if self.error is not None:
+            return {"valid": False, "file": self.path, "format": None, "errors": [self.error], "warnings": []}
+        return self.report.to_json()
+
+
+def junit_xml(outcomes: list[Outcome]) -> bytes:
+    """JUnit XML (the schema Jenkins and GitLab read): one ``<testcase classname="a2a.verify" name=FILE>``
+    per file; an invalid file gets a ``<failure>`` whose message is its first error and whose text lists
+    every error, an unreadable one an ``<error>``."""
+    from lxml import etree
+
+    failures = sum(o.exit_code == 1 for o in outcomes)
+    errors = sum(o.exit_code == 2 for o in outcomes)
+    counts = {"tests": str(len(outcomes)), "failures": str(failures), "errors": str(errors), "skipped": "0",
+              "time": f"{sum(o.seconds for o in outcomes):.3f}"}
+    suites = etree.Element("testsuites", name="a2a verify", **counts)
+    suite = etree.SubElement(suites, "testsuite", name="a2a verify", **counts)
+    for o in outcomes:
+        case = etree.SubElement(suite, "testcase", classname="a2a.verify", name=o.path, time=f"{o.seconds:.3f}")
+        if o.error is not None:
+            etree.SubElement(case, "error", type="unreadable", message=o.error).text = o.error
+        elif not o.report.valid:
+            msgs = o.report.messages()
+            fail = etree.SubElement(case, "failure", type="invalid schedule",
+                                    message=f"{len(msgs)} error(s); first: {msgs[0]}")
+            fail.text = "\n".join(msgs)
+    etree.indent(suites, space="  ")
+    return etree.tostring(suites, encoding="UTF-8", xml_declaration=True) + b"\n"
+
+
+def _human(report) -> str:
+    from ..verify import CHECKS
+
+    lines = [f"{report.source}: {report.format}, {report.summary}"]
+    rec = report.record
+    if rec is not None:
+        lines.append(f"  compiled for       {rec.spec}, {rec.method}; {rec.fabric.describe()}")
     for check in CHECKS:
         errs = report.errors[check]
         status = f"skipped ({report.skipped[check]})" if check in report.skipped else \
             f"FAIL ({len(errs)})" if errs else "ok"
-        print(f"  {check:<18} {status}")
-        for m in errs:
-            print(f"    error: {m}")
-    for w in report.warnings:
-        print(f"  warning: {w}")
+        lines.append(f"  {check:<18} {status}")
+        lines += [f"    error: {m}" for m in errs]
+    lines += [f"  warning: {w}" for w in report.warnings]
     perf = report.perf
     if perf is not None:
         line = f"  predicted time     {perf.predicted_time:.6g} link-times"
@@ -96,10 +197,12 @@ def run(args) -> int:
         elif report.format == "oneccl":
             line += f" over {len(perf.step_loads)} steps"
         line += f"; busiest link {perf.busiest[0]}->{perf.busiest[1]} carries {perf.busiest_load:.4g} shards"
-        print(line)
+        lines.append(line)
         if report.fidelity is not None:
-            print(f"  file's LP time     {report.file_lp_time:.6g} link-times; fidelity {report.fidelity:.4f}")
-        if report.lp_time:
-            print(f"  link MCF optimum   {report.lp_time:.6g} link-times (certified); MCF ratio {report.mcf_ratio:.4f}")
-    print("VALID" if report.valid else "INVALID")
-    return 0 if report.valid else 1
+            lines.append(f"  LP time            {report.lp_time:.6g} link-times, {rec.method}'s own LP (recorded); "
+                         f"fidelity {report.fidelity:.4f}")
+        if report.mcf_time:
+            lines.append(f"  link MCF optimum   {report.mcf_time:.6g} link-times (certified); MCF ratio "
+                         f"{report.mcf_ratio:.4f}")
+    lines.append("VALID" if report.valid else "INVALID")
+    return "\n".join(lines)

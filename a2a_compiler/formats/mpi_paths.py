@@ -9,8 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import FormatError
-from .xmlutil import (MAX_BUFFER_CHUNKS, alltoall_root, attr_int, attr_ints, attr_lp_time, attr_str, children,
-                      element, expect_root, rank_elements, reader, serialize, where)
+from .record import Record
+from .xmlutil import (MAX_BUFFER_CHUNKS, attr_int, attr_ints, attr_str, children, element, expect_root,
+                      rank_elements, reader, root_element, serialize, where)
 
 ROOT = "mpi_paths"
 
@@ -49,7 +50,7 @@ class MpiPathProgram:
     nnodes: int
     chunks_per_shard: int
     sends: tuple[PathSend, ...]
-    lp_time: float | None = None  # all-to-all time 1/F of the LP the schedule came from (link-times)
+    record: Record | None = None  # how the file was made (spec, method, fabric, LP times)
 
 
 # ------------------------------------------------------------------ reading
@@ -91,7 +92,7 @@ def mpi_paths_from_element(root, source: str) -> MpiPathProgram:
                 vcs=vcs,
             ))
     return MpiPathProgram(attr_str(root, "name", source, ""), nranks, nnodes, cps, tuple(sends),
-                          attr_lp_time(root, source))
+                          Record.from_root(root, source))
 
 
 parse_mpi_paths = reader(mpi_paths_from_element, "mpi_paths")
@@ -103,8 +104,9 @@ parse_mpi_paths = reader(mpi_paths_from_element, "mpi_paths")
 def mpi_paths_to_xml(program: MpiPathProgram) -> bytes:
     """Serialise ``program`` per docs/formats.md; sends are grouped by source rank, in program order."""
     p = program
-    root = alltoall_root(ROOT, p, [("nranks", p.nranks), ("nnodes", p.nnodes), ("chunks_per_shard", p.chunks_per_shard),
-                                   ("nchunksperloop", p.nranks * p.chunks_per_shard)])
+    root = root_element(ROOT, p, [("name", p.name), ("coll", "alltoall"), ("nranks", p.nranks), ("nnodes", p.nnodes),
+                                  ("chunks_per_shard", p.chunks_per_shard),
+                                  ("nchunksperloop", p.nranks * p.chunks_per_shard)])
     rank_els = [element(root, "rank", [("id", r)]) for r in range(p.nranks)]
     for s in p.sends:
         if not 0 <= s.src < p.nranks:

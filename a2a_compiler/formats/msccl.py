@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .xmlutil import attr_int, attr_str, children, element, expect_root, reader, serialize
+from .record import Record
+from .xmlutil import attr_int, attr_str, children, element, expect_root, reader, root_element, serialize
 
 ROOT = "algo"
 #: ``<algo>`` attributes in the executor's (and msccl-tools') order.
@@ -80,6 +81,7 @@ class MscclProgram:
     min_bytes: int
     max_bytes: int
     gpus: tuple[MscclGpu, ...]
+    record: Record | None = None  # how the file was made (a comment: the executor allows 16 attributes)
 
 
 # ------------------------------------------------------------------ reading
@@ -143,6 +145,7 @@ def msccl_from_element(root, source: str) -> MscclProgram:
         min_bytes=attr_int(root, "minBytes", source, 0),
         max_bytes=attr_int(root, "maxBytes", source, 0),
         gpus=tuple(gpus),
+        record=Record.from_root(root, source),
     )
 
 
@@ -155,7 +158,7 @@ parse_msccl = reader(msccl_from_element, "msccl")
 def msccl_to_xml(program: MscclProgram) -> bytes:
     """Serialise ``program`` in the executor's layout (deterministic bytes)."""
     p = program
-    root = element(None, ROOT, [
+    root = root_element(ROOT, p, [
         ("name", p.name), ("proto", p.proto), ("nchannels", p.nchannels),
         ("nchunksperloop", p.nchunksperloop), ("ngpus", p.ngpus), ("coll", p.coll),
         ("inplace", p.inplace), ("outofplace", p.outofplace),

@@ -9,8 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import FormatError
-from .xmlutil import (MAX_BUFFER_CHUNKS, alltoall_root, attr_int, attr_lp_time, attr_str, element, expect_root,
-                      rank_elements, reader, serialize, where)
+from .record import Record
+from .xmlutil import (MAX_BUFFER_CHUNKS, attr_int, attr_str, element, expect_root, rank_elements, reader,
+                      root_element, serialize, where)
 
 ROOT = "oneccl_algo"
 OP_KINDS = ("copy", "send", "recv")
@@ -58,7 +59,7 @@ class OnecclProgram:
     chunks_per_shard: int
     nsteps: int
     ranks: tuple[OnecclRank, ...]
-    lp_time: float | None = None  # all-to-all time 1/F of the LP the schedule came from (link-times)
+    record: Record | None = None  # how the file was made (spec, method, fabric, LP times)
 
 
 # ------------------------------------------------------------------ reading
@@ -139,7 +140,7 @@ def oneccl_from_element(root, source: str) -> OnecclProgram:
         ranks.append(OnecclRank(rid, attr_int(r, "i_chunks", source), attr_int(r, "o_chunks", source),
                                 s_chunks, tuple(steps)))
     return OnecclProgram(attr_str(root, "name", source, ""), nranks, cps, nsteps, tuple(ranks),
-                         attr_lp_time(root, source))
+                         Record.from_root(root, source))
 
 
 parse_oneccl = reader(oneccl_from_element, "oneccl")
@@ -151,8 +152,9 @@ parse_oneccl = reader(oneccl_from_element, "oneccl")
 def oneccl_to_xml(program: OnecclProgram) -> bytes:
     """Serialise ``program`` per docs/formats.md (deterministic bytes)."""
     p = program
-    root = alltoall_root(ROOT, p, [("nranks", p.nranks), ("chunks_per_shard", p.chunks_per_shard),
-                                   ("nchunksperloop", p.nranks * p.chunks_per_shard), ("nsteps", p.nsteps)])
+    root = root_element(ROOT, p, [("name", p.name), ("coll", "alltoall"), ("nranks", p.nranks),
+                                  ("chunks_per_shard", p.chunks_per_shard),
+                                  ("nchunksperloop", p.nranks * p.chunks_per_shard), ("nsteps", p.nsteps)])
     for r in p.ranks:
         re_ = element(root, "rank", [("id", r.id), ("i_chunks", r.i_chunks),
                                      ("o_chunks", r.o_chunks), ("s_chunks", r.s_chunks)])

@@ -35,7 +35,7 @@ def parse_xml(data: bytes, source: str = "<xml>") -> etree._Element:
         load_dtd=False,
         dtd_validation=False,
         huge_tree=False,
-        remove_comments=True,
+        remove_comments=False,   # the a2a-record comment (formats.record); readers skip comments
         remove_pis=True,
     )
     try:
@@ -85,20 +85,6 @@ def attr_int(el, name: str, source: str, default: int | None = None) -> int:
     return x
 
 
-def attr_lp_time(el, source: str) -> float | None:
-    """The optional ``lp_time`` root attribute: a positive finite float, or ``None``."""
-    v = el.get("lp_time")
-    if v is None:
-        return None
-    try:
-        t = float(v)
-    except ValueError:
-        t = -1.0
-    if not (0 < t < float("inf")):
-        raise FormatError(f"{where(el, source)} attribute lp_time={v!r} is not a positive number")
-    return t
-
-
 def attr_ints(el, name: str, source: str) -> tuple[int, ...]:
     """A space-separated list of integers, e.g. ``route="0 4 1"``."""
     v = attr_str(el, name, source)
@@ -146,10 +132,12 @@ def element(parent, tag: str, attrs: list[tuple[str, object]]):
     return el
 
 
-def alltoall_root(tag: str, program, attrs: list[tuple[str, object]]):
-    """The root ``<tag name coll="alltoall" ATTRS [lp_time]>`` of a oneCCL-style or MPI path file."""
-    lp = [("lp_time", repr(float(program.lp_time)))] if program.lp_time is not None else []
-    return element(None, tag, [("name", program.name), ("coll", "alltoall"), *attrs, *lp])
+def root_element(tag: str, program, attrs: list[tuple[str, object]]):
+    """The root ``<tag ATTRS>`` of a file, with the program's record (:mod:`.record`) as its first child."""
+    root = element(None, tag, attrs)
+    if program.record is not None:
+        root.append(program.record.comment())
+    return root
 
 
 def serialize(root) -> bytes:

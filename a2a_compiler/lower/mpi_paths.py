@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..chunk.ir import PathSchedule
 from ..formats.mpi_paths import MpiPathProgram, PathSend
-from . import program_name
+from . import program_name, record_of
 
 
 def lower_mpi_paths(schedule: PathSchedule, name: str | None = None) -> MpiPathProgram:
@@ -17,4 +17,4 @@ def lower_mpi_paths(schedule: PathSchedule, name: str | None = None) -> MpiPathP
     sends = tuple(PathSend(r.src, r.dst, r.route_id, r.layer, tuple(r.nodes), tuple(sorted(r.chunks)), r.vcs)
                   for r in sorted(schedule.routes, key=lambda r: (r.src, r.dst, r.route_id)))
     return MpiPathProgram(program_name(schedule, name), schedule.n_ranks, schedule.n_nodes,
-                          schedule.chunks_per_shard, sends, schedule.lp_time)
+                          schedule.chunks_per_shard, sends, record_of(schedule))

@@ -9,7 +9,7 @@ from ..chunk.ir import LinkSchedule
 from ..errors import A2AError
 from ..formats.msccl import PROTOS, MscclGpu, MscclProgram, MscclStep, MscclThreadBlock
 from ..formats.msccl_rules import MAX_CNT, MAX_DEPID, MAX_OFFSET, MAX_PEER_TBS_PER_CHANNEL, MAX_STEPS_PER_TB
-from . import program_name
+from . import program_name, record_of
 from .placement import Placement, place
 
 #: Largest channel count tried when ``channels`` is left to :func:`lower_msccl`.
@@ -65,7 +65,7 @@ def lower_msccl(schedule: LinkSchedule, *, channels: int | None = None, instance
         raise A2AError(f"buffers of {max(ncl, *(g.s_chunks for g in gpus))} chunks exceed the executor's "
                        f"offset limit {MAX_OFFSET}; use fewer chunks per shard")
     return MscclProgram(program_name(schedule, name), proto, pl.lanes, ncl, n, "alltoall", 0, 1,
-                        int(min_bytes), int(max_bytes), tuple(gpus))
+                        int(min_bytes), int(max_bytes), tuple(gpus), record_of(schedule))
 
 
 def _lower_gpus(pl: Placement) -> list[MscclGpu]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..chunk.ir import LinkSchedule
 from ..formats.oneccl import OnecclOp, OnecclProgram, OnecclRank
-from . import program_name
+from . import program_name, record_of
 from .placement import place
 
 
@@ -31,4 +31,4 @@ def lower_oneccl(schedule: LinkSchedule, name: str | None = None) -> OnecclProgr
         recvs[r.dst][r.step].append(OnecclOp("recv", r.src, "", -1, r.dstbuf, r.dstoff, r.cnt))
     ranks = tuple(OnecclRank(g, n * c, n * c, pl.scratch[g], tuple(tuple(a + b) for a, b in zip(ops[g], recvs[g])))
                   for g in range(n))
-    return OnecclProgram(program_name(schedule, name), n, c, nsteps, ranks, schedule.lp_time)
+    return OnecclProgram(program_name(schedule, name), n, c, nsteps, ranks, record_of(schedule))

@@ -8,10 +8,17 @@ Passes, each usable alone:
    denominators (for equal splits over ``k`` paths, of the path counts ``k``)
    when that is at most ``max_chunks``: the file then carries the weights
    exactly (the highest-common-factor rule of Basu et al. §4).  Otherwise the
-   cap makes the splits inexact: ``C = max_chunks`` and each pair's weights are
-   rounded to multiples of ``1/C`` by largest remainder, nothing more — the
-   file is the engine's routing, as close as ``C`` chunks allow (no
-   rebalancing, which would turn e.g. EwSP into another routing).
+   cap makes the splits inexact.  The weights of a flow optimisation (an engine
+   with an LP relaxation: pMCF, MCF-extP, FPTAS) are then chunked as ``a2a
+   compile`` chunks them (:func:`a2a_compiler.chunk.chunking.choose_chunks`):
+   rounded by largest remainder and rebalanced (chunks move between a pair's
+   paths while that lowers the predicted time) for every ``C`` of
+   :func:`~a2a_compiler.chunk.chunking.chunk_candidates` up to ``max_chunks``,
+   keeping the smallest ``C`` that reaches the relaxation's time, else the
+   fastest -- the local search can stall on a fine grid (K4,4: 2.5156 at
+   ``C = 64``, 2.5 at ``C = 4``).  The splits of a routing rule (EwSP,
+   FatPaths, ...) are only rounded, ``C = max_chunks``: rebalancing would turn
+   them into another routing.
 2. :func:`layer_schedule` — virtual layers by a deadlock scheme
    (:mod:`a2a_compiler.deadlock`) for the routes actually written.
 3. :func:`route_schedule` — the whole chain from a topology to a
@@ -31,7 +38,8 @@ from fractions import Fraction
 import numpy as np
 
 from ..chunk import PathSchedule, Route
-from ..chunk.chunking import largest_remainder
+from ..chunk.cost import ratio
+from ..chunk.chunking import choose_chunks, largest_remainder, path_resources
 from ..deadlock import assign_layers, find_deadlock
 from ..errors import A2AError
 from ..fabric import Fabric
@@ -62,34 +70,43 @@ def exact_chunks(routes: RouteSet, max_chunks: int) -> int | None:
     return C
 
 
-def chunk_routes(routes: RouteSet, max_chunks: int = DEFAULT_MAX_CHUNKS) -> tuple[PathSchedule, bool]:
+def chunk_routes(routes: RouteSet, max_chunks: int = DEFAULT_MAX_CHUNKS, progress=None) -> tuple[PathSchedule, bool]:
     """Chunk ``routes`` (module docstring, pass 1); returns the schedule and whether the split is exact.
 
     Layers and per-hop virtual channels (``vcs``) travel with their routes; a path that
-    receives no chunk is left out.  ``lp_time`` of the schedule is the routes'
-    own all-to-all time (before chunking).
+    receives no chunk is left out.  ``lp_time`` of the schedule is the engine's
+    relaxation (:attr:`RouteSet.lp_time`, ``None`` for a routing without one).
     """
     if max_chunks < 1:
         raise A2AError(f"--max-chunks must be >= 1, got {max_chunks}")
     topo = routes.topology
     C = exact_chunks(routes, max_chunks)
-    exact = C is not None
-    C = C if exact else max_chunks
     pairs: dict[tuple[int, int], list] = {}
     for p in routes.paths:
         pairs.setdefault((p.src, p.dst), []).append(p)
-    out = []
-    for (s, d), plist in sorted(pairs.items()):
-        counts = largest_remainder(np.array([p.weight for p in plist]), C)   # exactly w·C when exact
-        i = rid = 0
-        for p, k in zip(plist, counts.tolist()):
-            if k:
-                out.append(Route(s, d, p.nodes, rid, tuple(range(i, i + k)), p.layer, p.vcs))
-                i += k
-                rid += 1
-    sched = PathSchedule(topo.n_hosts, C, tuple(out), _links(topo), topo.n_nodes, topo.spec, routes.fabric,
-                         routes.algo, routes.alltoall_time)
-    return sched, exact
+    pairs = dict(sorted(pairs.items()))
+    weights = [np.array([p.weight for p in plist]) for plist in pairs.values()]
+
+    def build(C: int, rounded: list) -> PathSchedule:
+        out = []
+        for ((s, d), plist), counts in zip(pairs.items(), rounded):
+            i = rid = 0
+            for p, k in zip(plist, counts.tolist()):
+                if k:
+                    out.append(Route(s, d, p.nodes, rid, tuple(range(i, i + k)), p.layer, p.vcs))
+                    i += k
+                    rid += 1
+        return PathSchedule(topo.n_hosts, C, tuple(out), _links(topo), topo.n_nodes, topo.spec, routes.fabric,
+                            routes.algo, routes.lp_time)
+
+    if C is not None:                       # exactly w·C chunks on every path
+        return build(C, [largest_remainder(w, C) for w in weights]), True
+    if routes.lp_time is None:              # a routing rule's splits, only rounded
+        return build(max_chunks, [largest_remainder(w, max_chunks) for w in weights]), False
+    cands = {sd: [(p.weight, p.nodes) for p in plist] for sd, plist in pairs.items()}
+    res, paths = path_resources(topo, routes.fabric, cands)
+    return choose_chunks(res, paths, cands, routes.lp_time, build, max_chunks=max_chunks, target=1.0,
+                         progress=progress), False
 
 
 def _links(topology: Topology) -> tuple[tuple[int, int, float], ...]:
@@ -109,15 +126,15 @@ def layer_schedule(schedule: PathSchedule, scheme: str, max_layers: int | None =
 class RoutedSchedule:
     """What ``a2a routes`` produces: the routes, the chunked schedule, the file, and its numbers.
 
-    ``alltoall_time`` is recomputed from ``xml`` (the file as written) by the
-    project's cost model; ``mcf_time`` is the optimal link-MCF time ``1/F`` of
-    the topology under the fabric, also written as the file's ``lp_time``.
+    ``predicted_time`` is recomputed from ``xml`` (the file as written) by the
+    project's cost model; ``mcf_time`` is the certified optimal link-MCF time
+    ``1/F`` of the topology under the fabric; the file records both LP times.
     """
 
     routes: RouteSet
     schedule: PathSchedule
     xml: bytes
-    alltoall_time: float
+    predicted_time: float
     chunks_exact: bool
     layers: int
     deadlock_free: bool
@@ -127,7 +144,7 @@ class RoutedSchedule:
     timings: dict
 
     def summary(self) -> dict:
-        """The ``--json`` object of ``a2a routes``."""
+        """The ``--json`` object of ``a2a routes`` (docs/json.md)."""
         rs, sch = self.routes, self.schedule
         per_pair = rs.paths_per_pair()
         return {
@@ -135,12 +152,13 @@ class RoutedSchedule:
             "spec": rs.topology.spec,
             "fabric": rs.fabric.to_json_dict(),
             "hosts": rs.topology.n_hosts,
-            "alltoall_time": self.alltoall_time,
+            "predicted_time": self.predicted_time,
             "route_time": rs.alltoall_time,
             "lp_time": rs.lp_time,
             "bound": rs.bound,
             "mcf_time": self.mcf_time,
-            "ratio": self.alltoall_time / self.mcf_time,
+            "fidelity": None if rs.lp_time is None else ratio(rs.lp_time, self.predicted_time),
+            "mcf_ratio": ratio(self.mcf_time, self.predicted_time),
             "optimal": rs.optimal,
             "mip_gap": rs.mip_gap,
             "layers": self.layers,
@@ -173,7 +191,7 @@ def route_schedule(topology: Topology, algo: str, fabric: Fabric | None = None, 
     timings["route"] = t1 - t0
     if progress:
         progress(f"{algo}: {len(routes.paths)} paths in {t1 - t0:.2f} s, all-to-all time {routes.alltoall_time:.6g}")
-    schedule, exact = chunk_routes(routes, max_chunks)
+    schedule, exact = chunk_routes(routes, max_chunks, progress)
     t2 = time.perf_counter()
     timings["chunk"] = t2 - t1
     if deadlock is not None:
@@ -183,9 +201,9 @@ def route_schedule(topology: Topology, algo: str, fabric: Fabric | None = None, 
         from ..solve import solve
 
         t3 = time.perf_counter()
-        mcf_time = solve(topology, fabric, "mcf-decomp").a2a_time
+        mcf_time = solve(topology, fabric, "mcf-decomp").lp_time
         timings["mcf"] = time.perf_counter() - t3
-    schedule = dataclasses.replace(schedule, lp_time=mcf_time)
+    schedule = dataclasses.replace(schedule, info={**schedule.info, "mcf_time": mcf_time})
     xml = mpi_paths_to_xml(lower_mpi_paths(schedule, name))
     program = parse_mpi_paths(xml, f"<{algo} routes>")
     perf = routed_performance(program, fabric, link_capacities(topology))

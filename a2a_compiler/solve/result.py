@@ -27,7 +27,7 @@ from ..fabric import Fabric
 from ..files import atomic_write
 
 FILE_FORMAT = "a2a-solution"
-FILE_VERSION = 1
+FILE_VERSION = 2  # 2: fabric keys link_bw_Bps, host_bw_Bps (version 1's link_bw, host_bw still load)
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,7 @@ class FlowSolution:
         return (self.n_hosts - 1) * self.concurrent_flow * self.fabric.link_bw
 
     def summary(self) -> dict:
-        """The JSON summary printed by ``a2a solve --json``."""
+        """The JSON summary printed by ``a2a solve --json`` (docs/json.md)."""
         tb = self.throughput_bound()
         return {
             "method": self.method,
@@ -110,12 +110,13 @@ class FlowSolution:
             "fabric": self.fabric.to_json_dict(),
             "status": self.status,
             "concurrent_flow": self.concurrent_flow,
-            "a2a_time": self.a2a_time,
             "upper_bound": self.upper_bound,
             "gap": self.gap,
+            "flow_time": self.a2a_time,
+            "lp_time": self.lp_time,
             "solve_seconds": self.solve_seconds,
             "timings": dict(self.timings),
-            "steps": self.n_steps,
+            "lp_steps": self.n_steps,
             "paths": len(self.paths),
             "throughput_bound_GBps": None if tb is None else tb / 1e9,
             **self.info,

@@ -7,6 +7,8 @@ what remains, so the same topology, counts and seed give the same result.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from ..errors import DisconnectedError, SpecError
@@ -77,3 +79,15 @@ def puncture(topology: Topology, remove_links: int = 0, remove_nodes: int = 0, s
             f"{topology.spec} is disconnected after removing {what} (seed {seed}); try another seed or a smaller K"
         )
     return result
+
+
+def from_recorded_spec(spec: str) -> Topology:
+    """The topology a spec names, puncturing included: the inverse of :attr:`Topology.spec` as
+    :func:`puncture` writes it (``"torus:3x3x3 -links 3 seed=1"``), for the spec a schedule file records."""
+    from .spec import from_spec
+
+    m = re.fullmatch(r"(.+?)(?: -nodes (\d+))?(?: -links (\d+))? seed=(\d+)", spec.strip())
+    if m and (m.group(2) or m.group(3)):
+        return puncture(from_spec(m.group(1)), remove_links=int(m.group(3) or 0), remove_nodes=int(m.group(2) or 0),
+                        seed=int(m.group(4)))
+    return from_spec(spec)

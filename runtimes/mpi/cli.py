@@ -23,6 +23,7 @@ from fractions import Fraction
 
 from a2a_compiler.cli import launcher_rank
 from a2a_compiler.errors import A2AError
+from a2a_compiler.vocabulary import versioned
 
 from .plan import ROUTE_MODES
 
@@ -45,7 +46,7 @@ watchdog (--timeout) aborts the whole job with code 124. See docs/runtime.md.
 
 examples (F is what 'a2a solve SPEC' prints as concurrent_flow for the same fabric):
   mpiexec -n 8 a2a run schedules/hypercube-3-tsmcf.msccl.xml -b 1K -e 4M --link-bw 25Gbps --mcf-flow 1/4
-  mpiexec -n 27 python -m runtimes.mpi schedules/torus-3x3x3-tsmcf.oneccl.xml --link-bw 25Gbps   (F from the file)
+  mpiexec -n 27 python -m runtimes.mpi schedules/torus-3x3x3-tsmcf.oneccl.xml   (b and F from the file's record)
 """
 
 CHECK_MODES = ("first-last", "all", "none")
@@ -102,11 +103,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "route (switches are skipped), 'direct' sends it end to end tagged with its route id "
                         "(default relay)")
     p.add_argument("--link-bw", metavar="BW",
-                   help="link bandwidth b (e.g. 25Gbps, 3.125GB/s): report the fraction of the MCF bound (N-1)*F*b")
+                   help="link bandwidth b (e.g. 25Gbps, 3.125GB/s; b bits, B bytes) for the fraction of the MCF bound "
+                        "(N-1)*F*b; default: the fabric the file records ('a2a compile' and 'a2a routes' files; a "
+                        "differing value wins, with a warning)")
     p.add_argument("--mcf-flow", type=parse_flow, metavar="F",
                    help="MCF flow value F per commodity in link units, e.g. 0.0740741 or 2/27 (as printed by "
-                        "'a2a solve' for the fabric the schedule was compiled for); default: 1/lp_time recorded in "
-                        "oneCCL-style and MPI path files by 'a2a compile' (MSCCL XML does not record it)")
+                        "'a2a solve' for the fabric the schedule was compiled for); default: 1/mcf_time recorded in "
+                        "the file")
     p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
                    help="abort the whole job (MPI_Abort) when a rank makes no progress for this long: a dead rank "
                         "or a deadlocking schedule never hangs (default 60; 0 disables)")
@@ -140,24 +143,35 @@ def sweep_sizes(args) -> list[int]:
     return sizes
 
 
-def mcf_flow(args, plan) -> float | None:
-    """F for the bound (N-1)*F*b: ``--mcf-flow``, else ``1/lp_time`` recorded in the file."""
-    if args.link_bw is None:
-        if args.mcf_flow is not None:
-            raise A2AError("--mcf-flow needs --link-bw: the bound (N-1)*F*b needs both")
-        return None
-    if args.mcf_flow is not None:
-        return args.mcf_flow
-    if plan.lp_time is None:
-        raise A2AError(f"--link-bw: this {plan.format} file does not record the LP value F; give --mcf-flow F "
-                       f"(as printed by 'a2a solve' for the fabric the schedule was compiled for)")
-    return 1.0 / plan.lp_time
-
-
-def _link_bw(args) -> float | None:
+def bound_inputs(args, record) -> tuple[float | None, float | None, list[str]]:
+    """``(b, F, warnings)`` for the bound (N-1)*F*b: ``--link-bw`` / ``--mcf-flow``, else the fabric's link
+    bandwidth and ``1/mcf_time`` the file records (docs/formats.md, "record"); a flag that differs from the
+    record wins, with a warning.  ``(None, None)`` when the link bandwidth is unknown."""
     from a2a_compiler.fabric import parse_bandwidth  # imports the topology stage: rank 0 only
 
-    return args.link_bw and parse_bandwidth(args.link_bw, "--link-bw")
+    warnings = []
+    recorded_bw = record.fabric.link_bw if record is not None else None
+    recorded_flow = 1.0 / record.mcf_time if record is not None and record.mcf_time else None
+    link_bw = parse_bandwidth(args.link_bw, "--link-bw") if args.link_bw else recorded_bw
+    if args.link_bw and recorded_bw is not None and link_bw != recorded_bw:
+        warnings.append(f"--link-bw {args.link_bw} differs from the link bandwidth the file was compiled for "
+                        f"({recorded_bw * 8 / 1e9:g} Gbit/s); the bound uses --link-bw")
+    if args.mcf_flow is not None and recorded_flow is not None and \
+            abs(args.mcf_flow - recorded_flow) > 1e-6 * recorded_flow:
+        warnings.append(f"--mcf-flow {args.mcf_flow:g} differs from the file's link MCF optimum F = "
+                        f"{recorded_flow:g}; the bound uses --mcf-flow")
+    if link_bw is None:
+        if args.mcf_flow is not None:
+            raise A2AError("--mcf-flow needs --link-bw: the bound (N-1)*F*b needs both (this file records no fabric "
+                           "bandwidth)")
+        return None, None, warnings
+    flow = args.mcf_flow if args.mcf_flow is not None else recorded_flow
+    if flow is None:
+        if not args.link_bw:
+            return None, None, warnings
+        raise A2AError("--link-bw: this file does not record its link MCF optimum; give --mcf-flow F (as printed by "
+                       "'a2a solve' for the fabric the schedule was compiled for)")
+    return link_bw, flow, warnings
 
 
 def _check_memory(a2a, m: int, local_ranks: int) -> None:
@@ -272,27 +286,29 @@ def _main(args, prog: str) -> int:
     with Watchdog(args.timeout, comm, prog) as watchdog:
         try:
             sizes = agree(comm, lambda: sweep_sizes(args))
-            link_bw = comm.bcast(on_root(comm, lambda: _link_bw(args)))
             a2a = Alltoall(args.file, comm, route_mode=args.route_mode)
+            link_bw, flow, warnings = comm.bcast(on_root(comm, lambda: bound_inputs(args, a2a.plan.record)))
             local = comm.Split_type(MPI.COMM_TYPE_SHARED)
             local_ranks = local.size
             local.Free()
             agree(comm, lambda: _check_memory(a2a, sizes[-1], local_ranks))
-            flow = mcf_flow(args, a2a.plan)  # same file and options on every rank: all raise or none
         except A2AError as exc:
             if rank == 0:
                 print(f"{prog}: error: {exc}", file=sys.stderr)
             return 2
+        if rank == 0:
+            for w in warnings:
+                print(f"{prog}: warning: {w}", file=sys.stderr, flush=True)
         watchdog.kick()
         p = a2a.plan
         bound = (N - 1) * flow * link_bw if link_bw else None
         scratch = comm.allreduce(p.scratch_chunks, op=MPI.MAX)
         header = {
-            "schedule": str(args.file), "name": p.name, "format": p.format, "nranks": N,
+            "file": str(args.file), "name": p.name, "format": p.format, "ranks": N,
             "chunks_per_shard": p.chunks_per_shard, "scratch_chunks_max": scratch,
             "route_mode": p.route_mode, "iters": args.iters, "warmup": args.warmup, "check": args.check,
-            "link_bw_Bps": link_bw or None, "mcf_flow": flow,
-            "bound_GBps": bound / 1e9 if bound else None,
+            "link_bw_Bps": link_bw, "mcf_flow": flow,
+            "throughput_bound_GBps": bound / 1e9 if bound else None,
         }
         if out and not args.json:
             _print_header(out, header)
@@ -337,7 +353,7 @@ def _sweep(args, a2a, sizes, header, bound, watchdog, out):
         verified = args.check != "none" and not errors
         failures += bool(errors)
         rec = {
-            "bytes": m, "chunk_bytes": a2a.chunk_bytes(m), "padded": a2a.chunk_bytes(m) * p.chunks_per_shard != m,
+            "size_bytes": m, "chunk_bytes": a2a.chunk_bytes(m), "padded": a2a.chunk_bytes(m) * p.chunks_per_shard != m,
             "time_min_s": float(t_ours.min()), "time_median_s": med, "time_max_s": float(t_ours.max()),
             "algbw_GBps": algbw, "busbw_GBps": busbw,
             "native_time_min_s": float(t_nat.min()), "native_time_median_s": nmed,
@@ -356,7 +372,7 @@ def _sweep(args, a2a, sizes, header, bound, watchdog, out):
         average = {k: sum(r[k] for r in results) / len(results)
                    for k in ("algbw_GBps", "busbw_GBps", "native_algbw_GBps", "ratio_to_native")} if results else {}
         if args.json:
-            json.dump({**header, "results": results, "average": average}, out, indent=1)
+            json.dump(versioned({**header, "results": results, "average": average}), out, indent=1)
             out.write("\n")
         else:
             _print_footer(out, average, len(results), failures, args.check)
@@ -377,7 +393,7 @@ def _print_footer(out, average: dict, sizes: int, failures: int, check: str) -> 
 
 def _print_header(out, h: dict) -> None:
     rm = f", route-mode {h['route_mode']}" if h["route_mode"] else ""
-    print(f"# {h['schedule']}: {h['format']} schedule {h['name']!r}, {h['nranks']} ranks, "
+    print(f"# {h['file']}: {h['format']} schedule {h['name']!r}, {h['ranks']} ranks, "
           f"{h['chunks_per_shard']} chunk(s)/shard, up to {h['scratch_chunks_max']} scratch chunk(s) per rank{rm}",
           file=out)
     print(f"# {h['iters']} iterations after {h['warmup']} warm-up; time = max over ranks per iteration; "
@@ -388,16 +404,17 @@ def _print_header(out, h: dict) -> None:
           "all-to-all bus bandwidth)", file=out)
     print("# native: MPI_Alltoall on the same communicator; ratio = algbw / native algbw (> 1: the schedule is "
           "faster)", file=out)
-    if h["bound_GBps"]:
-        print(f"# %bound = algbw / (N-1)*F*b, the LP bound {h['bound_GBps']:.3f} GB/s (F = {h['mcf_flow']:g})",
+    if h["throughput_bound_GBps"]:
+        print(f"# %bound = algbw / (N-1)*F*b, the link MCF bound {h['throughput_bound_GBps']:.3f} GB/s "
+              f"(F = {h['mcf_flow']:g})",
               file=out)
     cols = ["bytes", "chunk", "min(us)", "median(us)", "max(us)", "algbw(GB/s)", "busbw(GB/s)", "native(us)",
-            "native(GB/s)", "ratio"] + (["%bound"] if h["bound_GBps"] else []) + ["check"]
+            "native(GB/s)", "ratio"] + (["%bound"] if h["throughput_bound_GBps"] else []) + ["check"]
     print("#" + "".join(f"{c:>13}" for c in cols), file=out, flush=True)
 
 
 def _print_row(out, r: dict, bound: bool) -> None:
-    cells = [r["bytes"], r["chunk_bytes"], f"{r['time_min_s'] * 1e6:.1f}", f"{r['time_median_s'] * 1e6:.1f}",
+    cells = [r["size_bytes"], r["chunk_bytes"], f"{r['time_min_s'] * 1e6:.1f}", f"{r['time_median_s'] * 1e6:.1f}",
              f"{r['time_max_s'] * 1e6:.1f}", f"{r['algbw_GBps']:.3f}", f"{r['busbw_GBps']:.3f}",
              f"{r['native_time_median_s'] * 1e6:.1f}",
              f"{r['native_algbw_GBps']:.3f}", f"{r['ratio_to_native']:.3f}"]

@@ -146,7 +146,7 @@ class RankPlan:
     self_copy: bool
     body: MscclPlan | OnecclPlan | PathPlan
     route_mode: str | None = None
-    lp_time: float | None = None  # from the file (oneCCL / MPI path formats), for the MCF bound
+    record: object = None  # the file's a2a_compiler.formats.record.Record (fabric, MCF time), if any
 
 
 # ----------------------------------------------------------------- helpers
@@ -390,11 +390,11 @@ def build_plans(program, size: int, route_mode: str = "relay") -> list[RankPlan]
     from a2a_compiler.formats import MpiPathProgram, MscclProgram, OnecclProgram
 
     if isinstance(program, MscclProgram):
-        return plan_msccl(program, size)
-    if isinstance(program, OnecclProgram):
+        plans = plan_msccl(program, size)
+    elif isinstance(program, OnecclProgram):
         plans = plan_oneccl(program, size)
     elif isinstance(program, MpiPathProgram):
         plans = plan_paths(program, size, route_mode)
     else:
         raise A2AError(f"not a schedule program: {type(program).__name__}")
-    return [replace(p, lp_time=program.lp_time) for p in plans]
+    return [replace(p, record=program.record) for p in plans]

@@ -68,12 +68,13 @@ class BenchResult:
         return [f"{r['label']} {r['size_bytes']} B: {why}" for r in self.results for why in r["failures"]]
 
     def to_json(self) -> dict:
+        """The ``a2a testbed bench --json`` object (docs/json.md)."""
         return {**self.header, "warnings": self.warnings, "results": self.results}
 
     @classmethod
     def from_json(cls, obj: dict) -> BenchResult:
         """The inverse of :meth:`to_json` (a result saved by ``bench --json``)."""
-        header = {k: v for k, v in obj.items() if k not in ("warnings", "results")}
+        header = {k: v for k, v in obj.items() if k not in ("json_version", "warnings", "results")}
         return cls(header, obj["results"], obj["warnings"])
 
 
@@ -194,8 +195,8 @@ def bench(topology: Topology, fabric: Fabric, schedules: list[Path], *, native: 
                     err.seek(0)
                     raise A2AError(_job_error(finished, err.read().decode(errors="replace")))
             raw = json.loads(out_file.read_text())["results"]
-    header = {"spec": topology.spec, "nranks": n, "fabric": fabric.to_json_dict(), "routes": tb.routes.algo,
-              "mcf_flow": flow, "bound_Bps": bound, "iters": iters, "warmup": warmup, "fft_grid": fft,
+    header = {"spec": topology.spec, "ranks": n, "fabric": fabric.to_json_dict(), "default_routes": tb.routes.algo,
+              "mcf_flow": flow, "throughput_bound_GBps": bound / 1e9, "iters": iters, "warmup": warmup, "fft_grid": fft,
               "job": {"wall_s": finished.wall_s, "cpu_user_s": finished.cpu_user_s,
                       "cpu_system_s": finished.cpu_system_s}}
     by_label = {it.label: it for it in items}
@@ -287,14 +288,15 @@ def _result(raw: dict, item: Item, topology: Topology, fabric: Fabric, bound: fl
     busiest = max(predicted, key=lambda k: (predicted[k], k))
     algbw = (n - 1) * m / med
     return {
-        "label": item.label, "kind": item.kind, "size_bytes": m, "chunk_bytes": chunk,
-        "time_s": med, "time_min_s": min(times), "time_max_s": max(times),
-        "algbw_Bps": algbw,
-        "predicted_Bps": (n - 1) * b / item.predicted_time,
-        "bound_Bps": bound, "bound_fraction": algbw / bound,
+        "label": item.label, "item": item.kind, "size_bytes": m, "chunk_bytes": chunk,
+        "time_median_s": med, "time_min_s": min(times), "time_max_s": max(times),
+        "algbw_GBps": algbw / 1e9,
+        "predicted_algbw_GBps": (n - 1) * b / item.predicted_time / 1e9,
+        "throughput_bound_GBps": bound / 1e9, "bound_fraction": algbw / bound,
         "verified": raw["error"] is None, "error": raw["error"],
         "routes_followed": not follow, "route_mode": item.route_mode,
-        "busiest_link": {"link": busiest, "measured": measured[busiest], "predicted": predicted[busiest]},
+        "busiest_link": {"link": [int(x) for x in busiest.split("-")], "measured": measured[busiest],
+                         "predicted": predicted[busiest]},
         "link_bytes": measured, "predicted_link_bytes": predicted,
         "host_bytes": {k: v["payload"] for k, v in counters.items() if ">" in k},
         "tcp": raw["tcp"],

@@ -20,14 +20,14 @@ def plot_bench(result, path) -> None:
     for i, label in enumerate(labels):
         rows = sorted((r for r in result.results if r["label"] == label), key=lambda r: r["size_bytes"])
         x = [r["size_bytes"] for r in rows]
-        line, = ax.plot(x, [r["algbw_Bps"] / 1e6 for r in rows], "o-", label=label)
-        ax.plot(x, [r["predicted_Bps"] / 1e6 for r in rows], ":", color=line.get_color())
-    ax.axhline(h["bound_Bps"] / 1e6, color="k", ls="--", lw=1, label="MCF bound (N-1)Fb")
+        line, = ax.plot(x, [r["algbw_GBps"] * 1e3 for r in rows], "o-", label=label)
+        ax.plot(x, [r["predicted_algbw_GBps"] * 1e3 for r in rows], ":", color=line.get_color())
+    ax.axhline(h["throughput_bound_GBps"] * 1e3, color="k", ls="--", lw=1, label="MCF bound (N-1)Fb")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("shard size per peer (bytes)")
     ax.set_ylabel("algorithm bandwidth (MB/s)")
     fab = h["fabric"]
-    ax.set_title(f"{h['spec']}, {fab['link_bw'] * 8 / 1e6:g} Mbit/s links, {fab['forwarding']} forwarding",
+    ax.set_title(f"{h['spec']}, {fab['link_bw_Bps'] * 8 / 1e6:g} Mbit/s links, {fab['forwarding']} forwarding",
                  fontsize=9)
     ax.set_ylim(bottom=0)
     ax.legend(fontsize=7)

@@ -84,7 +84,7 @@ def path_program(routes: RouteSet, name: str) -> MpiPathProgram:
     """Single-path ``routes`` as an MPI path schedule: each shard whole (one chunk) on its route."""
     t = routes.topology
     sends = tuple(PathSend(p.src, p.dst, 0, p.layer, p.nodes, (0,)) for p in routes.paths)
-    return MpiPathProgram(name, t.n_hosts, t.n_nodes, 1, sends, routes.alltoall_time)
+    return MpiPathProgram(name, t.n_hosts, t.n_nodes, 1, sends)
 
 
 def install_default(layout: Layout, ns: Handles, routes: RouteSet) -> None:

@@ -212,15 +212,15 @@ def sf5_alltoall(out: Path, quick: bool) -> None:
                     files[algo] = Path(tmp, f"{algo}.xml")
                     files[algo].write_bytes(r.xml)
                 per_pair = len(r.routes.paths) / (t.n_hosts * (t.n_hosts - 1))
-                rows.append([spec, algo, r.routes.alltoall_time, r.alltoall_time, r.mcf_time,
-                             r.alltoall_time / r.mcf_time, r.layers, per_pair, None, None, None,
+                rows.append([spec, algo, r.routes.alltoall_time, r.predicted_time, r.mcf_time,
+                             r.predicted_time / r.mcf_time, r.layers, per_pair, None, None, None,
                              time.perf_counter() - t0])
-                _log(f"{spec} {algo}: max link load {r.alltoall_time:g} (MCF {r.mcf_time:g}), {r.layers} VLs")
+                _log(f"{spec} {algo}: max link load {r.predicted_time:g} (MCF {r.mcf_time:g}), {r.layers} VLs")
         bench = _testbed(files) if files else {}
     for row in rows:
         for entry in bench.get("results", []):
             if row[0] == TESTBED_SPEC and entry["label"] == row[1]:
-                row[8:11] = entry["algbw_Bps"] / 1e6, entry["bound_fraction"], "; ".join(entry["failures"])
+                row[8:11] = entry["algbw_GBps"] * 1e3, entry["bound_fraction"], "; ".join(entry["failures"])
     if bench.get("warnings"):
         _log("testbed warnings: " + "; ".join(bench["warnings"][:2]))
     write_csv(out / "sf5-alltoall.csv", header, rows)

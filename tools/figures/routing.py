@@ -69,10 +69,10 @@ def _measure(topology, x, algos, options, mcf_time, mcf_seconds) -> list[list]:
                          time.perf_counter() - t0, str(exc), PAPER[algo]])
             continue
         rs = r.routes
-        rows.append([x, algo, mcf_time, rs.alltoall_time, r.alltoall_time, rs.alltoall_time / mcf_time,
-                     r.alltoall_time / mcf_time, r.schedule.chunks_per_shard, r.chunks_exact, rs.optimal, rs.mip_gap,
+        rows.append([x, algo, mcf_time, rs.alltoall_time, r.predicted_time, rs.alltoall_time / mcf_time,
+                     r.predicted_time / mcf_time, r.schedule.chunks_per_shard, r.chunks_exact, rs.optimal, rs.mip_gap,
                      r.timings["route"], "", PAPER[algo]])
-        _log(f"{topology.spec} {algo}: ratio {rs.alltoall_time / mcf_time:.4f} (file {r.alltoall_time / mcf_time:.4f})"
+        _log(f"{topology.spec} {algo}: ratio {rs.alltoall_time / mcf_time:.4f} (file {r.predicted_time / mcf_time:.4f})"
              f" in {r.timings['route']:.1f} s" + ("" if rs.optimal is None else f", optimal {rs.optimal}"))
     return rows
 

@@ -86,13 +86,13 @@ def _baseline(topology, fabric: Fabric, algo: str, out: Path, **options) -> Path
 
 
 def _rows(fig: str, result, instance: str, paper: dict) -> list[list]:
-    native = {r["size_bytes"]: r["algbw_Bps"] for r in result.results if r["kind"] == "native"}
+    native = {r["size_bytes"]: r["algbw_GBps"] for r in result.results if r["item"] == "native"}
     rows = []
     for r in result.results:
         nat, label = native.get(r["size_bytes"]), _label(r["label"])
-        rows.append([fig, result.header["spec"], instance, label, r["size_bytes"], r["time_s"],
-                     r["algbw_Bps"] / 1e6, r["predicted_Bps"] / 1e6, r["bound_Bps"] / 1e6, r["bound_fraction"],
-                     r["algbw_Bps"] / nat if nat else None, r["verified"], r["routes_followed"],
+        rows.append([fig, result.header["spec"], instance, label, r["size_bytes"], r["time_median_s"],
+                     r["algbw_GBps"] * 1e3, r["predicted_algbw_GBps"] * 1e3, r["throughput_bound_GBps"] * 1e3,
+                     r["bound_fraction"], r["algbw_GBps"] / nat if nat else None, r["verified"], r["routes_followed"],
                      r["cpu"]["busy_fraction"], paper.get(label, "")])
     return rows
 
