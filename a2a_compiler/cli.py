@@ -35,9 +35,29 @@ Run 'a2a COMMAND --help' for each command's options.
 """
 
 
-def command_parser(sub, name: str, help: str, description: str, epilog: str | None = None) -> argparse.ArgumentParser:
+#: Exit status of every ``a2a`` command (README "Exit status"); commands add what 1 (and 124) mean for them.
+EXIT_STATUS = {
+    0: "success",
+    2: "user error: a bad option, spec, fabric or input file, or an output path that cannot be written "
+       "(one line on stderr, no traceback, nothing written)",
+    130: "interrupted (Ctrl-C / SIGINT: one line on stderr, nothing written)",
+}
+
+
+def exit_status_text(codes: dict[int, str] | None = None) -> str:
+    """The ``exit status:`` section of a command's ``--help``: :data:`EXIT_STATUS` and the command's own
+    ``codes``; any other status is a bug, reported with its traceback."""
+    merged = sorted({**EXIT_STATUS, **(codes or {})}.items())
+    lines = [f"  {code:<4} {text}" for code, text in merged]
+    return "exit status:\n" + "\n".join(lines) + "\n  (any other status is a bug: please report its traceback)\n"
+
+
+def command_parser(sub, name: str, help: str, description: str, epilog: str | None = None,
+                   exit_codes: dict[int, str] | None = None) -> argparse.ArgumentParser:
     """The parser of subcommand ``name`` (for a command module's ``register``): one-line ``help``,
-    ``description`` and an ``epilog`` of examples kept as written."""
+    ``description`` and an ``epilog`` of examples kept as written, then the exit status
+    (:func:`exit_status_text` with the command's own ``exit_codes``)."""
+    epilog = (epilog.rstrip("\n") + "\n\n" if epilog else "") + exit_status_text(exit_codes)
     return sub.add_parser(name, help=help, description=description, epilog=epilog,
                           formatter_class=argparse.RawDescriptionHelpFormatter)
 

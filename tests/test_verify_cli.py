@@ -9,6 +9,7 @@ from a2a_compiler.cli import main
 
 DATA = Path(__file__).resolve().parent / "data"
 ALLPAIRS = DATA / "msccl_tools_allpairs_3.xml"
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_verify_valid_file_exit_0(capsys):
@@ -135,3 +136,42 @@ def test_compile_user_errors_write_nothing(tmp_path, capsys, argv, message):
     assert main(["compile", *argv, "-o", str(out), "-q"]) == 2
     assert message in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_junit_report_has_one_testcase_per_file(tmp_path, capsys):
+    from lxml import etree
+
+    good = ROOT / "schedules" / "hypercube-3-tsmcf.oneccl.xml"
+    bad = tmp_path / "bad.xml"
+    bad.write_bytes(b'<?xml version="1.0"?>\n' + ALLPAIRS.read_bytes())
+    missing = tmp_path / "missing.xml"
+    report = tmp_path / "verify.xml"
+    files = [str(good), str(bad), str(missing)]
+    assert main(["verify", *files, "--junit", str(report)]) == 2          # an unreadable file: 2 beats 1
+    out, err = capsys.readouterr()
+    assert [line for line in out.splitlines() if line in ("VALID", "INVALID")] == ["VALID", "INVALID"]
+    assert err == f"a2a verify: error: cannot read {missing}: No such file or directory\n"
+    root = etree.parse(str(report)).getroot()
+    assert root.tag == "testsuites" and (root.get("tests"), root.get("failures"), root.get("errors")) == ("3", "1", "1")
+    (suite,) = root
+    cases = suite.findall("testcase")
+    assert [(c.get("classname"), c.get("name")) for c in cases] == [("a2a.verify", f) for f in files]
+    assert [child.tag for c in cases for child in c] == ["failure", "error"]
+    first = ("executor rules: line 1: XML declaration <?xml ...?> is not allowed (the executor's tokenizer fails "
+             "on '?')")
+    failure, error = cases[1][0], cases[2][0]
+    assert (failure.get("type"), failure.get("message"), failure.text) == ("invalid schedule",
+                                                                           f"1 error(s); first: {first}", first)
+    assert (error.get("type"), error.get("message")) == ("unreadable", f"cannot read {missing}: No such file or directory")
+    assert main(["verify", str(good), "--junit", str(report)]) == 0
+    capsys.readouterr()
+    assert etree.parse(str(report)).getroot().get("failures") == "0"
+
+
+def test_several_files_json(tmp_path, capsys):
+    good = ROOT / "schedules" / "bipartite-4-tsmcf.oneccl.xml"
+    assert main(["verify", str(good), str(ALLPAIRS), "--json", "--no-lp"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["json_version"] == 1 and d["valid"] is True
+    assert [(f["file"], f["spec"], f["method"]) for f in d["files"]] == [(str(good), "bipartite:4", "tsmcf"),
+                                                                          (str(ALLPAIRS), None, None)]

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import argparse
-
+from ..cli import command_parser
 from ..errors import A2AError
 from ..progress import Progress
 from .common import PROGRESS_DELAY, SPEC_HELP, add_fabric_args, fabric_from_args, print_json
@@ -31,12 +30,10 @@ examples:
 
 
 def register(sub) -> None:
-    p = sub.add_parser(
-        "compare", help="optimal all-to-all time of topologies against the Theorem 1 bound (Fig. 10)",
-        description="Solve the optimal all-to-all concurrent flow of each topology and compare its time with "
-                    "the Theorem 1 lower bound for its number of hosts and degree (Basu et al. §5.4).",
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = command_parser(
+        sub, "compare", "optimal all-to-all time of topologies against the Theorem 1 bound (Fig. 10)",
+        "Solve the optimal all-to-all concurrent flow of each topology and compare its time with "
+        "the Theorem 1 lower bound for its number of hosts and degree (Basu et al. §5.4).", EPILOG)
     p.add_argument("specs", nargs="+", metavar="SPEC", help=SPEC_HELP)
     add_fabric_args(p)
     p.add_argument("--method", choices=("mcf-decomp", "mcf", "tsmcf"), default="mcf-decomp",

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 
+from ..cli import command_parser
 from ..deadlock import SCHEMES
 from ..errors import A2AError
 from ..files import atomic_write, check_writable
@@ -101,8 +101,7 @@ ENGINE_KEYWORD = {"route_seed": "seed"}
 
 def register(sub) -> None:
     """Add ``a2a routes`` to the subcommand parsers."""
-    p = sub.add_parser("routes", help=HELP, description=HELP[0].upper() + HELP[1:] + ".", epilog=EPILOG,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = command_parser(sub, "routes", HELP, HELP[0].upper() + HELP[1:] + ".", EPILOG)
     add_topology_args(p)
     p.add_argument("--algo", required=True, choices=list(ENGINES), metavar="ALGO",
                    help="routing algorithm: " + ", ".join(ENGINES))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..cli import command_parser
 from ..errors import A2AError
 from ..fabric import Fabric
 from .common import add_fabric_args, add_topology_args, fabric_from_args, positive_int, print_json, progress, \
@@ -73,13 +74,17 @@ def _fabric_args(p) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
 
 
+#: Exit codes of ``a2a testbed`` beyond every command's (a2a_compiler.cli.EXIT_STATUS).
+EXIT_CODES = {1: "bench: a schedule failed its byte-exact or route check; exec: the command's own status",
+              130: "interrupted (Ctrl-C / SIGINT, or SIGTERM): the testbed is torn down first"}
+
+
 def register(sub) -> None:
-    p = sub.add_parser("testbed", help="emulated direct-connect fabric: up/down/list/exec/bench",
-                       description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = command_parser(sub, "testbed", "emulated direct-connect fabric: up/down/list/exec/bench", DESCRIPTION,
+                       EPILOG, EXIT_CODES)
     tsub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
 
-    up = tsub.add_parser("up", help="build a testbed and leave it running", description=DESCRIPTION,
-                         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    up = command_parser(tsub, "up", "build a testbed and leave it running", DESCRIPTION, EPILOG, EXIT_CODES)
     _fabric_args(up)
     up.set_defaults(func=run_up)
 
@@ -101,8 +106,8 @@ def register(sub) -> None:
     ex.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD", help="the command each rank runs")
     ex.set_defaults(func=run_exec)
 
-    b = tsub.add_parser("bench", help="up, run schedules and baselines, down: measured vs predicted vs bound",
-                        description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    b = command_parser(tsub, "bench", "up, run schedules and baselines, down: measured vs predicted vs bound",
+                       DESCRIPTION, EPILOG, EXIT_CODES)
     _fabric_args(b)
     b.add_argument("--schedule", action="append", default=[], metavar="FILE",
                    help="a schedule to measure (MSCCL, oneCCL-style or MPI path XML); repeat for several")

@@ -48,9 +48,6 @@ make a file invalid unless --strict.
 """
 
 EPILOG = """\
-exit status: 0 every FILE passes every check; 1 some FILE is invalid; 2 some FILE is unreadable
-(missing, malformed, hostile) or an option is bad; 130 interrupted (Ctrl-C).
-
 examples:
   a2a verify t3.xml                                   # the recorded spec and fabric
   a2a verify schedules/*.xml --junit verify.xml       # CI: one JUnit testcase per file
@@ -61,7 +58,10 @@ examples:
 
 def register(sub) -> None:
     """Add ``a2a verify`` to the subcommands."""
-    p = command_parser(sub, "verify", HELP, DESCRIPTION, EPILOG)
+    p = command_parser(sub, "verify", HELP, DESCRIPTION, EPILOG,
+                       {0: "every FILE passes every check",
+                        1: "some FILE is an invalid schedule (each error is listed with its location)",
+                        2: "user error: some FILE is unreadable (missing, malformed, hostile XML) or an option is bad"})
     p.add_argument("files", nargs="+", metavar="FILE", help="schedule XML (MSCCL, oneCCL-style or MPI path)")
     p.add_argument("--topology", metavar="SPEC", dest="spec",
                    help=f"check transfers against this topology instead of the recorded one; {SPEC_HELP}")

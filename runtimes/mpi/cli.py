@@ -50,6 +50,9 @@ examples (F is what 'a2a solve SPEC' prints as concurrent_flow for the same fabr
 """
 
 CHECK_MODES = ("first-last", "all", "none")
+#: Exit codes of ``a2a run`` beyond every command's (a2a_compiler.cli.EXIT_STATUS); every rank exits with them.
+RUN_EXIT_CODES = {1: "a size failed the byte-exact check", 124: "the watchdog (--timeout) aborted a job that made "
+                                                                  "no progress (a dead rank, a deadlock)"}
 
 
 def parse_size(text: str) -> int:

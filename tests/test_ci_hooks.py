@@ -1,0 +1,49 @@
+"""CI-native verify: the pre-commit hook definition and what its entry does with staged files."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+HOOKS = ROOT / ".pre-commit-hooks.yaml"
+
+
+def test_pre_commit_hook_definition():
+    yaml = pytest.importorskip("yaml", reason="pyyaml is a test dependency (pip install '.[test]')")
+    (hook,) = yaml.safe_load(HOOKS.read_text())
+    # the keys pre-commit's manifest schema requires, and ours
+    assert {k: hook[k] for k in ("id", "name", "entry", "language")} == {
+        "id": "a2a-verify", "name": "a2a verify (all-to-all schedules)", "entry": "a2a verify", "language": "python"}
+    files = re.compile(hook["files"])
+    shipped = sorted(p.name for p in (ROOT / "schedules").glob("*.xml"))
+    assert shipped and all(files.search(f"schedules/{n}") for n in shipped)
+    assert not files.search("pom.xml") and not files.search("docs/msccl.md")
+
+
+def test_hook_entry_fails_on_a_bad_staged_file(tmp_path):
+    """pre-commit runs 'ENTRY FILE...' (pass_filenames): a valid schedule passes, a broken one fails."""
+    good = ROOT / "schedules" / "bipartite-4-mcf-extp.mpi.xml"
+    bad = tmp_path / "broken.mpi.xml"
+    bad.write_bytes(good.read_bytes().replace(b'chunks="0 1 2 3"', b'chunks="0 1 2"', 1))
+    entry = [sys.executable, "-m", "a2a_compiler", "verify", "--no-lp"]     # 'a2a verify' of this checkout
+    assert subprocess.run([*entry, str(good)], capture_output=True).returncode == 0
+    r = subprocess.run([*entry, str(good), str(bad)], capture_output=True, text=True)
+    assert r.returncode == 1 and r.stderr == ""
+    assert f"{bad}: mpi, 8 ranks, 8 nodes, 4 chunk(s) per shard, 128 routes" in r.stdout
+    assert "    error: rank 0 -> 4: chunk(s) 3 of the shard are never sent" in r.stdout
+
+
+def test_every_command_documents_its_exit_status():
+    from a2a_compiler.cli import COMMANDS, build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    for name in COMMANDS:
+        epilog = sub.choices[name].epilog
+        section = epilog[epilog.index("exit status:\n"):]
+        assert "\n  0    " in section and "\n  2    user error: " in section and "\n  130  interrupted" in section, name
+    assert "\n  1    some FILE is an invalid schedule" in sub.choices["verify"].epilog
+    assert "\n  124  the watchdog (--timeout) aborted" in sub.choices["run"].epilog
