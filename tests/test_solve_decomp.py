@@ -113,3 +113,29 @@ def test_conservation_check_catches_a_broken_flow():
     broken = sol.link_flows.tolil()
     broken[0 * 5 + 2, topo.link_index(0, 1)] += 0.25  # extra flow 0->1 that goes nowhere
     assert conservation_error(broken.tocsr(), topo) == pytest.approx(0.25)
+
+
+def test_workers_are_capped_at_the_work(monkeypatch):
+    """issue #18: --workers 1000 started about 120 processes for 8 sources."""
+    import multiprocessing
+    import os
+
+    from a2a_compiler.solve import decomp
+
+    cpus = len(os.sched_getaffinity(0))
+    assert decomp.useful_workers(1000, 8) == min(8, cpus) and decomp.useful_workers(3, 1) == 1
+    started = []
+    real = multiprocessing.get_context
+
+    class Context:
+        def __init__(self, method):
+            self.ctx = real(method)
+
+        def Pool(self, n, **kw):
+            started.append(n)
+            return self.ctx.Pool(n, **kw)
+
+    monkeypatch.setattr(decomp.multiprocessing, "get_context", Context)
+    sol = solve(from_spec("hypercube:3"), method="mcf-decomp", workers=1000, symmetry="off")
+    assert sol.lp_time == pytest.approx(4.0, rel=1e-9)
+    assert started == ([min(8, cpus)] if cpus > 1 else [])       # 8 sources: at most 8, never 1000

@@ -83,7 +83,8 @@ def register(sub) -> None:
                    help="tsmcf: number of time steps l_max (>= diameter; default: chosen automatically, "
                         "diameter, diameter+1, ... while the optimum improves)")
     g.add_argument("--workers", type=int, default=1, metavar="N",
-                   help="local worker processes for per-source work (mcf-decomp, mcf-extp; default 1)")
+                   help="local worker processes for per-source work (mcf-decomp, mcf-extp; default 1); capped at the "
+                        "work and at the CPUs this process may use")
     g.add_argument("--symmetry", choices=SYMMETRY_MODES, default="auto",
                    help="mcf-decomp, mcf-extp, tsmcf: solve the LP's quotient by the topology's automorphisms "
                         "(found and checked link by link: rotations/reflections of circulants and GenKautz, "

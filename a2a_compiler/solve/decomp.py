@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import multiprocessing
+import os
 import signal
 import time
 
@@ -98,7 +99,9 @@ def map_chunks(graph: Topology, func, chunk_args: list, *, workers: int = 1, mpi
     """``[func(graph, *args) for args in chunk_args]``, in order, on local processes or MPI ranks.
 
     ``graph`` is shipped once per worker (pool initializer); ``func`` must be a
-    module-level function.  ``workers <= 1`` without ``mpi`` runs in-process.
+    module-level function.  Local workers are capped at the work
+    (:func:`useful_workers`: no more than the chunks and the CPUs this process
+    may use); one worker runs in-process.
     Local workers ignore SIGINT; on Ctrl-C (or any error) the parent
     terminates them before the exception propagates.
     """
@@ -109,6 +112,7 @@ def map_chunks(graph: Topology, func, chunk_args: list, *, workers: int = 1, mpi
             (progress if i + 1 == len(chunk_args) else tick)(f"{label}: {i + 1}/{len(chunk_args)} done")
 
     out = []
+    workers = useful_workers(workers, len(chunk_args))
     if workers <= 1 and not mpi:
         for i, args in enumerate(chunk_args):
             out.append(func(graph, *args))
@@ -144,6 +148,16 @@ def map_chunks(graph: Topology, func, chunk_args: list, *, workers: int = 1, mpi
     finally:
         pool.join()
     return out
+
+
+def useful_workers(workers: int, n_chunks: int) -> int:
+    """The local worker processes worth starting for ``n_chunks`` chunks of work: at most ``workers``, the
+    chunks, and the CPUs this process may run on (``--workers 1000`` for 8 sources starts at most 8)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(workers, n_chunks, cpus))
 
 
 def _wait_in_slices(get, timeout_error):
