@@ -156,6 +156,9 @@ def _main(argv: list[str], command: str | None) -> int:
         parser.print_help()
         return 2
     try:
+        from .commands.common import check_applicable
+
+        check_applicable(args)
         to_stdout = stdout_outputs(args)
         with contextlib.redirect_stdout(sys.stderr) if to_stdout else contextlib.nullcontext():
             return int(args.func(args) or 0)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from .chunk.cost import ratio
 from .errors import A2AError
+from .options import flag, refuse_inapplicable
 
 #: ``emit`` -> (schedule kind, description).
 EMITS = {
@@ -174,14 +175,14 @@ def _program_time(emit: str, lower, fabric):
     return time_of
 
 
+#: Chunking options and the methods they apply to (others refuse them: :mod:`a2a_compiler.options`).
+CHUNKING_OPTIONS = {"paths": ("method", ("pmcf",)), "max_paths": ("method", ("pmcf",)), "steps": ("method", ("tsmcf",))}
+#: MSCCL lowering options: they apply to ``emit="msccl"`` only.
+MSCCL_OPTIONS = {k: ("emit", ("msccl",)) for k in ("channels", "instances", "proto", "min_bytes", "max_bytes", "rcs")}
+
 #: Keywords of :func:`compile` that solve and chunk (refused for an already chunked schedule).
 SOLVE_OPTIONS = ("method", "fabric", "link_bw", "host_bw", "forwarding", "remove_links", "remove_nodes", "seed",
                  "max_chunks", "min_fidelity", "steps", "paths", "max_paths", "solver")
-
-
-def flag(keyword: str) -> str:
-    """The command-line flag of a :func:`compile` keyword (``max_chunks`` -> ``--max-chunks``)."""
-    return "--" + keyword.replace("_", "-")
 
 
 def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=None, link_bw=None, host_bw=None,
@@ -226,8 +227,7 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
     kind = EMITS[emit][0]
     msccl = {k: v for k, v in (("channels", channels), ("instances", instances), ("proto", proto),
                                ("min_bytes", min_bytes), ("max_bytes", max_bytes), ("rcs", rcs)) if v is not None}
-    if msccl and emit != "msccl":
-        raise A2AError(f"{', '.join(map(flag, msccl))} appl{'ies' if len(msccl) == 1 else 'y'} to --emit msccl only")
+    refuse_inapplicable({"emit": emit, **msccl}, MSCCL_OPTIONS)
     lower = _lowering(emit, name, msccl)
     t0 = time.perf_counter()
     if isinstance(source, (LinkSchedule, PathSchedule)):
@@ -249,8 +249,8 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
                 f"{'tsmcf' if kind == 'link' else 'mcf-extp or pmcf'} ({method} gives "
                 + ("routes: emit them with --emit mpi)" if kind == "link" else
                    "a time-stepped link schedule: emit it with --emit msccl or oneccl)"))
-        if method != "pmcf" and (paths or max_paths):
-            raise A2AError(f"--paths and --max-paths choose pmcf's candidate paths, not {method}'s")
+        refuse_inapplicable({"method": method, "paths": paths, "max_paths": max_paths, "steps": steps},
+                            CHUNKING_OPTIONS)
         fab = _fabric(fabric, link_bw, host_bw, forwarding)
         if kind == "link":
             check_store_and_forward(fab)

@@ -82,10 +82,13 @@ def test_nic_forwarding_is_refused_for_link_programs(tmp_path, capsys):
 
 
 def test_api_errors_name_the_option():
-    with pytest.raises(A2AError, match=r"^--channels applies to --emit msccl only$"):
-        a2a_compiler.compile("ring:4", "oneccl", channels=2)
-    with pytest.raises(A2AError, match=r"^--paths and --max-paths choose pmcf's candidate paths, not tsmcf's$"):
+    with pytest.raises(A2AError, match=r"^--channels, --proto do not apply to --emit oneccl \(--channels: --emit "
+                                       r"msccl; --proto: --emit msccl\)$"):
+        a2a_compiler.compile("ring:4", "oneccl", channels=2, proto="LL")
+    with pytest.raises(A2AError, match=r"^--paths does not apply to --method tsmcf \(only to --method pmcf\)$"):
         a2a_compiler.compile("ring:4", "msccl", paths="shortest")
+    with pytest.raises(A2AError, match=r"^--steps does not apply to --method mcf-extp \(only to --method tsmcf\)$"):
+        a2a_compiler.compile("ring:4", "mpi", steps=3)
     schedule = a2a_compiler.compile("ring:4", "msccl").schedule
     with pytest.raises(A2AError, match=r"^--link-bw: the schedule is already solved and chunked"):
         a2a_compiler.compile(schedule, "msccl", link_bw="25Gbps")

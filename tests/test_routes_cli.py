@@ -126,8 +126,8 @@ def test_same_input_same_bytes(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["petersen", "--algo", "dor"], "dor: dimension-order routing needs a torus or a hypercube"),
-    (["torus:3x3x3", "--algo", "sssp", "--time-limit", "5"], "--time-limit applies to --algo ilp-disjoint / "
-                                                              "ilp-shortest, not sssp"),
+    (["torus:3x3x3", "--algo", "sssp", "--time-limit", "5"], "--time-limit does not apply to --algo sssp (only to "
+                                                              "--algo ilp-disjoint / ilp-shortest)"),
     (["torus:3x3x3", "--algo", "ewsp", "--deadlock", "lash", "--max-layers", "1"],
      "lash: the routes need more than --max-layers 1 virtual layers"),
     (["bipartite:4", "--algo", "fptas", "--eps", "1.5"], "fptas: --eps must be in (0, 1)"),

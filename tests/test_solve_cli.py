@@ -133,3 +133,24 @@ def test_solve_names_an_unknown_option():
     with pytest.raises(A2AError, match=r"^pmcf does not take option 'path'; it takes paths, max_paths, solver, "
                                        r"progress$"):
         solve(from_spec("ring:4"), None, "pmcf", path="shortest")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["solve", "hypercube:3", "--method", "mcf", "--paths", "ksp:2", "--steps", "7", "--base", "mcf", "--child", "lp"],
+     "a2a solve: error: --child, --paths, --base, --steps do not apply to --method mcf (--child: --method mcf-decomp "
+     "/ mcf-extp; --paths: --method pmcf; --base: --method mcf-extp; --steps: --method tsmcf)"),
+    (["solve", "hypercube:3", "--workers", "2", "--method", "pmcf"],
+     "a2a solve: error: --workers does not apply to --method pmcf (only to --method mcf-decomp / mcf-extp)"),
+    (["solve", "hypercube:3", "--child", "paths", "--method", "tsmcf"],     # a default value given is given
+     "a2a solve: error: --child does not apply to --method tsmcf (only to --method mcf-decomp / mcf-extp)"),
+    (["schedule", "hypercube:3", "--steps", "4", "--method", "mcf-extp", "-o", "-"],
+     "a2a schedule: error: --steps does not apply to --method mcf-extp (only to --method tsmcf)"),
+    (["routes", "hypercube:3", "--algo", "sssp", "--eps", "0.1", "--layers", "2"],
+     "a2a routes: error: --eps, --layers do not apply to --algo sssp (--eps: --algo ilp-disjoint / ilp-shortest / "
+     "fptas; --layers: --algo fatpaths / sf-layers)"),
+])
+def test_inapplicable_options_are_refused_in_one_line(capsys, argv, message):
+    """issue #18: 'solve --method mcf --paths ksp:2 --steps 7 --base mcf --child lp' ignored every flag."""
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert (out, err) == ("", message + "\n")

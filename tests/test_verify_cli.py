@@ -128,7 +128,8 @@ def test_compile_from_ir(tmp_path, capsys):
 @pytest.mark.parametrize("argv, message", [
     (["ring:4", "--emit", "msccl", "--method", "mcf-extp"], "--emit msccl needs a link schedule: use --method tsmcf"),
     (["ring:4", "--emit", "mpi", "--method", "tsmcf"], "--emit mpi needs a path schedule"),
-    (["ring:4", "--emit", "oneccl", "--channels", "2"], "--channels applies to --emit msccl only"),
+    (["ring:4", "--emit", "oneccl", "--channels", "2"], "--channels does not apply to --emit oneccl (only to --emit "
+                                                         "msccl)"),
     (["--emit", "msccl"], "give either SPEC or --from-ir FILE.json"),
 ])
 def test_compile_user_errors_write_nothing(tmp_path, capsys, argv, message):

@@ -43,7 +43,7 @@ SCHEDULES = [
 
 def command(name: str, spec: str, emit: str, options: dict) -> str:
     """The ``a2a compile`` command line equivalent to ``compile(spec, emit, **options)``."""
-    from a2a_compiler.compiler import flag
+    from a2a_compiler.options import flag
 
     argv = ["compile", spec, *(a for k, v in options.items() for a in (flag(k), str(v))), "--emit", emit,
             "-o", f"schedules/{name}"]

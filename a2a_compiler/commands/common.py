@@ -7,6 +7,7 @@ import json
 import sys
 
 from ..fabric import BANDWIDTH_HELP, FORWARDING_MODES, Fabric, parse_bandwidth
+from ..options import Rules, refuse_inapplicable
 from ..progress import Progress
 from ..topology import Topology
 from ..topology.spec import from_spec
@@ -115,6 +116,24 @@ def fabric_from_args(args) -> Fabric:
         host_bw=None if args.host_bw is None else parse_bandwidth(args.host_bw, "--host-bw"),
         forwarding=args.forwarding or "host",
     )
+
+
+def applies_only(p: argparse.ArgumentParser, rules: Rules) -> None:
+    """Options of ``p`` that apply only to some values of another (:mod:`a2a_compiler.options`): one given
+    where it does not apply is refused in one line before the command runs (:func:`check_applicable`).
+    Their defaults are applied after that check, so that a flag counts as given only when it is."""
+    flags = {a.dest: max(a.option_strings, key=len) for a in p._actions if a.dest in rules}
+    defaults = {d: p.get_default(d) for d in rules}
+    p.set_defaults(**{d: None for d in rules}, applies_only=(rules, flags, defaults))
+
+
+def check_applicable(args) -> None:
+    """Refuse the inapplicable options of ``args`` (see :func:`applies_only`), then fill in their defaults."""
+    rules, flags, defaults = getattr(args, "applies_only", None) or ({}, {}, {})
+    refuse_inapplicable(vars(args), rules, flags)
+    for dest, value in defaults.items():
+        if getattr(args, dest) is None:
+            setattr(args, dest, value)
 
 
 def print_json(obj: dict) -> None:

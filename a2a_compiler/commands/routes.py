@@ -6,13 +6,12 @@ import sys
 
 from ..cli import command_parser
 from ..deadlock import SCHEMES
-from ..errors import A2AError
 from ..files import atomic_write, check_writable
 from ..progress import Progress
 from ..routes import ENGINES
 from ..routes.patterns import PATTERNS, pattern_congestion
-from .common import PROGRESS_DELAY, add_fabric_args, add_topology_args, fabric_from_args, nonnegative_int, \
-    positive_int, print_json, topology_from_args
+from .common import PROGRESS_DELAY, add_fabric_args, add_topology_args, applies_only, fabric_from_args, \
+    nonnegative_int, positive_int, print_json, topology_from_args
 
 HELP = "route every host pair with a baseline or MCF scheme; chunk, layer and write an MPI path schedule"
 
@@ -84,16 +83,16 @@ examples:
   a2a routes slimfly:5 --algo sf-layers --layers 4 --json   # info: vls, disjoint_paths_histogram, ...
 """
 
-#: Engine options of the command line -> the algorithms that take them.
+#: Engine options of the command line -> the algorithms that take them (others refuse them: a2a_compiler.options).
 ENGINE_OPTIONS = {
-    "time_limit": ("--time-limit", ("ilp-disjoint", "ilp-shortest")),
-    "eps": ("--eps", ("ilp-disjoint", "ilp-shortest", "fptas")),
-    "max_paths": ("--max-paths", ("ewsp", "ilp-shortest", "pmcf-shortest")),
-    "early_stop": ("--no-early-stop", ("fptas",)),
-    "layers": ("--layers", ("fatpaths", "sf-layers")),
-    "rho": ("--rho", ("fatpaths",)),
-    "variant": ("--variant", ("fatpaths",)),
-    "route_seed": ("--route-seed", ("sf-val", "fatpaths", "sf-layers")),
+    "time_limit": ("algo", ("ilp-disjoint", "ilp-shortest")),
+    "eps": ("algo", ("ilp-disjoint", "ilp-shortest", "fptas")),
+    "max_paths": ("algo", ("ewsp", "ilp-shortest", "pmcf-shortest")),
+    "early_stop": ("algo", ("fptas",)),
+    "layers": ("algo", ("fatpaths", "sf-layers")),
+    "rho": ("algo", ("fatpaths",)),
+    "variant": ("algo", ("fatpaths",)),
+    "route_seed": ("algo", ("sf-val", "fatpaths", "sf-layers")),
 }
 #: Command-line options whose engine keyword has another name (``--seed`` is puncturing's).
 ENGINE_KEYWORD = {"route_seed": "seed"}
@@ -130,6 +129,7 @@ def register(sub) -> None:
     g.add_argument("--route-seed", type=nonnegative_int, metavar="S",
                    help="sf-val, fatpaths, sf-layers: seed of the random choices (default 0)")
     g.add_argument("--pattern", choices=PATTERNS, help="also report the congestion of this pattern's stages")
+    applies_only(p, ENGINE_OPTIONS)
     o = p.add_argument_group("output")
     o.add_argument("--max-chunks", type=positive_int, default=64, metavar="C",
                    help="most chunks per shard (default 64): the rounding grid when the weights are not exact")
@@ -140,16 +140,8 @@ def register(sub) -> None:
 
 
 def engine_options(args) -> dict:
-    """The engine keyword options the user gave; refuses one that ``args.algo`` does not take."""
-    opts = {}
-    for key, (flag, algos) in ENGINE_OPTIONS.items():
-        value = getattr(args, key)
-        if value is None:
-            continue
-        if args.algo not in algos:
-            raise A2AError(f"{flag} applies to --algo {' / '.join(algos)}, not {args.algo}")
-        opts[ENGINE_KEYWORD.get(key, key)] = value
-    return opts
+    """The engine keyword options the user gave (those ``args.algo`` does not take were refused)."""
+    return {ENGINE_KEYWORD.get(key, key): getattr(args, key) for key in ENGINE_OPTIONS if getattr(args, key) is not None}
 
 
 def _human(s: dict) -> str:

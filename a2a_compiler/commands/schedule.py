@@ -6,9 +6,9 @@ from ..cli import command_parser
 from ..chunk import SCHEDULE_METHODS, build_schedule, predicted_time, save_schedule
 from ..chunk.cost import ratio
 from ..chunk.ir import LinkSchedule, Schedule
-from ..errors import A2AError
-from .common import add_chunking_args, add_fabric_args, add_output_args, add_topology_args, fabric_from_args, \
-    print_json, progress, topology_from_args
+from ..compiler import CHUNKING_OPTIONS
+from .common import add_chunking_args, add_fabric_args, add_output_args, add_topology_args, applies_only, \
+    fabric_from_args, print_json, progress, topology_from_args
 
 EPILOG = """\
 methods:
@@ -68,8 +68,6 @@ def run(args) -> int:
     check_writable(args.output)
     topology = topology_from_args(args)
     fabric = fabric_from_args(args)
-    if args.method != "pmcf" and (args.paths or args.max_paths):
-        raise A2AError(f"--paths and --max-paths choose pmcf's candidate paths, not {args.method}'s")
     options = {k: v for k, v in (("paths", args.paths), ("max_paths", args.max_paths)) if v}
     schedule = build_schedule(
         topology, fabric, args.method, max_chunks=args.max_chunks or 16, min_fidelity=args.min_fidelity,
@@ -96,6 +94,7 @@ def register(subparsers) -> None:
     p.add_argument("--method", choices=sorted(SCHEDULE_METHODS), default="tsmcf",
                    help="solver whose flows are chunked (default tsmcf)")
     add_chunking_args(p)
+    applies_only(p, CHUNKING_OPTIONS)
     add_fabric_args(p)
     add_output_args(p, "FILE.json", "the schedule IR", "method, steps, chunks_per_shard, predicted_time, lp_time, "
                                                        "fidelity, mcf_time, mcf_ratio, ...")

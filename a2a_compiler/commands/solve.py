@@ -11,8 +11,8 @@ from ..solve.mcf import DEFAULT_SOLVER, PDLP_ABOVE_NNZ
 from ..solve.paths import DEFAULT_MAX_PATHS
 from ..solve.symmetry import AUTO_MIN_COLUMNS, SYMMETRY_MODES
 from ..solve.widest_paths import DEFAULT_TOL
-from .common import PROGRESS_DELAY, add_fabric_args, add_topology_args, fabric_from_args, positive_int, print_json, \
-    topology_from_args
+from .common import PROGRESS_DELAY, add_fabric_args, add_topology_args, applies_only, fabric_from_args, \
+    positive_int, print_json, topology_from_args
 
 EPILOG = """\
 methods (Basu et al. 2024, §3):
@@ -48,6 +48,20 @@ examples:
   a2a solve hypercube:4 --method pmcf --paths ksp:4
   a2a solve genkautz:64,4 --method mcf-extp --save gk64.npz
 """
+
+
+#: Solver options and the methods they apply to (others refuse them: a2a_compiler.options).
+METHOD_OPTIONS = {
+    "child": ("method", ("mcf-decomp", "mcf-extp")),
+    "paths": ("method", ("pmcf",)),
+    "max_paths": ("method", ("pmcf",)),
+    "base": ("method", ("mcf-extp",)),
+    "tol": ("method", ("mcf-extp",)),
+    "steps": ("method", ("tsmcf",)),
+    "workers": ("method", ("mcf-decomp", "mcf-extp")),
+    "mpi": ("method", ("mcf-decomp", "mcf-extp")),
+    "symmetry": ("method", ("mcf-decomp", "mcf-extp", "tsmcf")),
+}
 
 
 def register(sub) -> None:
@@ -93,6 +107,7 @@ def register(sub) -> None:
     g.add_argument("--mpi", action="store_true",
                    help="run per-source work on MPI ranks (mpi4py.futures); launch under "
                         "'mpiexec -n K python -m mpi4py.futures -m a2a_compiler solve ...'")
+    applies_only(p, METHOD_OPTIONS)
     o = p.add_argument_group("output")
     o.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     o.add_argument("--save", metavar="FILE.npz",
