@@ -35,10 +35,11 @@ def _error(capsys, argv, code=2) -> str:
      "a2a demo: error: --dir {tmp}/file/sub: cannot create the directory: Not a directory"),
     (["topo", "file:/dev/zero"], "a2a topo: error: cannot read /dev/zero: it is a device; give a regular file"),
     (["topo", "file:{tmp}/deep.json"], "a2a topo: error: {tmp}/deep.json: JSON nested too deeply"),
-    (["topo", "torus:300x300"],
-     "a2a topo: error: torus:300x300: the hop-distance table would need 60.3 GiB (90000 x 90000), over the 4 GiB "
-     "limit; an all-to-all of 90000 hosts is too large for this machine's tables "
-     "(a2a_compiler.topology.metrics.MAX_TABLE_BYTES)"),
+    (["topo", "torus:300x300", "-q"],
+     "a2a topo: error: torus:300x300: the distance statistics need a BFS from each of 90000 attachment points over "
+     "360000 links (about 1.5e+11 link visits of 64 sources, over the limit 6e+09: more than a minute); too large "
+     "for 'a2a topo' (a2a_compiler.topology.metrics.MAX_BFS_WORDS)"),
+    (["topo", "hypercube:20"], "a2a topo: error: hypercube:20: parameter d must be in 1..16 (2^d <= 100000 hosts)"),
     (["solve", "torus:100x100"],
      "a2a solve: error: torus:100x100: the mcf-decomp LP would have about 1.2e+09 nonzeros (10000 commodity group(s) "
      "x 40000 links), over the limit of 2e+08 (a2a_compiler.solve.MAX_LP_NONZEROS)"),

@@ -6,6 +6,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
+from a2a_compiler.errors import A2AError
 from a2a_compiler.topology import Topology, from_spec
 from a2a_compiler.topology.files import parse_edge_list
 from a2a_compiler.topology.metrics import (
@@ -28,6 +29,32 @@ def test_host_distances_match_bfs(spec):
     assert np.array_equal(d, ref)
     s = distance_stats(t)
     assert s.diameter == ref.max() and s.total == ref.sum() and s.pairs == t.n_hosts * (t.n_hosts - 1)
+
+
+@pytest.mark.parametrize("spec", ["genkautz:130,3", "slimfly:5", "fattree:4,3", "jellyfish:70,3,seed=2"])
+def test_streamed_bfs_blocks_match_the_table(spec, monkeypatch):
+    """distance_stats streams a bit-parallel BFS (64 sources per word) in blocks; with one word per block
+    (the smallest memory) it still gives the numbers of the full distance table."""
+    from a2a_compiler.topology import metrics
+
+    t = from_spec(spec)
+    ref = nx_host_distances(t) if t.n_nodes < 300 else host_distances(t)
+    monkeypatch.setattr(metrics, "BFS_MEMORY", 1)
+    progress = []
+    s = distance_stats(t, progress.append)
+    assert (s.diameter, s.total) == (ref.max(), ref.sum())
+    points = len(np.unique(metrics.attachment(t)[0]))
+    assert len(progress) == -(-points // 64) and progress[-1] == f"distances: BFS from {points}/{points} attachment points"
+
+
+def test_huge_specs_are_refused_with_the_estimate():
+    """issue #18: 'a2a topo genkautz:20000,4' peaked at 16.1 GB; the statistics now stream (289 MB, 14 s:
+    docs/results.md), and what would take minutes is refused at once, naming the estimate."""
+    with pytest.raises(A2AError, match=r"^torus:300x300: the distance statistics need a BFS from each of 90000 "
+                                       r"attachment points over 360000 links \(about 1\.5e\+11 link visits of 64 "
+                                       r"sources, over the limit 6e\+09: more than a minute\); too large for 'a2a "
+                                       r"topo' \(a2a_compiler\.topology\.metrics\.MAX_BFS_WORDS\)$"):
+        distance_stats(from_spec("torus:300x300"))
 
 
 def test_mixed_leaf_and_direct_hosts():

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from ..cli import command_parser
+from ..progress import Progress
 from ..topology.metrics import distance_bound, distance_stats, require_connected, thm1_lower_bound
 from ..topology.model import Topology
-from .common import add_topology_args, print_json, topology_from_args
+from .common import PROGRESS_DELAY, add_topology_args, print_json, topology_from_args
 
 EPILOG = """\
 bounds (unit link capacities, unit demand per ordered host pair):
@@ -15,10 +16,10 @@ bounds (unit link capacities, unit demand per ordered host pair):
 """
 
 
-def summary(topology: Topology) -> dict:
+def summary(topology: Topology, progress=None) -> dict:
     """The ``--json`` object: sizes, host degrees, distances over ordered host pairs, bounds."""
     require_connected(topology)
-    stats = distance_stats(topology)
+    stats = distance_stats(topology, progress)
     deg = topology.out_degree()[: topology.n_hosts]
     return {
         "spec": topology.spec,
@@ -58,8 +59,17 @@ def run(args) -> int:
 
     if args.save:
         check_writable(args.save)
-    topology = topology_from_args(args)
-    s = summary(topology)
+    reporter = None if args.quiet else Progress(delay=PROGRESS_DELAY)
+    try:
+        if reporter:
+            reporter(f"building {args.spec}")
+        topology = topology_from_args(args)
+        if reporter:
+            reporter(f"{topology.spec}: {topology.n_nodes} nodes, {topology.n_links} links; distances")
+        s = summary(topology, reporter)
+    finally:
+        if reporter:
+            reporter.close()
     if args.save:
         topology.save(args.save)
     if args.json:
@@ -80,6 +90,7 @@ def register(subparsers) -> None:
     p.add_argument("--json", action="store_true",
                    help="print one JSON object (spec, hosts, switches, links, degree_min, degree_max, diameter, "
                         "mean_distance, distance_bound_F, thm1_time, ...) instead of the summary")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("--save", metavar="FILE",
                    help="write the topology in the JSON topology format (docs/formats.md), atomically; "
                         "load it back with file:FILE")

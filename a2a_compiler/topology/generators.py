@@ -64,7 +64,7 @@ def _hypercube_pairs(d: int) -> np.ndarray:
 def hypercube(d: int) -> Topology:
     """Hypercube Q_d: 2^d hosts, i ~ j iff popcount(i xor j) = 1."""
     spec = f"hypercube:{d}"
-    _require(1 <= d <= 20, "d", "must be in 1..20", spec)
+    _require(1 <= d and 2**d <= MAX_NODES, "d", f"must be in 1..16 (2^d <= {MAX_NODES} hosts)", spec)
     return Topology.from_links(spec, 2**d, _hypercube_pairs(d), coords=[tuple((i >> b) & 1 for b in range(d)) for i in range(2**d)])
 
 
@@ -74,7 +74,7 @@ def twisted_hypercube(d: int) -> Topology:
     d-regular with diameter d-1 for d >= 3.
     """
     spec = f"twisted-hypercube:{d}"
-    _require(3 <= d <= 20, "d", "must be in 3..20", spec)
+    _require(3 <= d and 2**d <= MAX_NODES, "d", f"must be in 3..16 (2^d <= {MAX_NODES} hosts)", spec)
     pairs = {tuple(p) for p in _hypercube_pairs(d).tolist()}
     pairs -= {(0, 1), (2, 3)}
     pairs |= {(0, 3), (1, 2)}

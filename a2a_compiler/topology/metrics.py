@@ -80,23 +80,101 @@ class DistanceStats:
         return self.total / self.pairs if self.pairs else 0.0
 
 
-def distance_stats(topology: Topology) -> DistanceStats:
-    """Diameter and distance sum over hosts, computed on attachment points only.
+#: Memory the streamed distance statistics may use for their bit arrays, in bytes.
+BFS_MEMORY = 256 * 2**20
+#: Most link visits (one per link, word of 64 sources and BFS level) the statistics may cost; beyond it
+#: they are refused with the estimate (about 60 s on the 2-core development machine under load).
+MAX_BFS_WORDS = 6e9
 
-    Pairs are weighted by how many hosts share each point, so a Slim Fly with
-    thousands of hosts costs one BFS per router.
+
+def distance_stats(topology: Topology, progress=None) -> DistanceStats:
+    """Diameter and distance sum over hosts, streamed: no distance table is built.
+
+    Sources are the attachment points (a Slim Fly with thousands of hosts costs
+    one BFS per router), pairs weighted by how many hosts share each point.  The
+    BFS runs from 64 sources per machine word at once, level by level, pulling
+    each node's next frontier word from its in-links (bit-parallel multi-source
+    BFS, Then et al., "The More the Merrier", VLDB 2014), in blocks of words that
+    keep the bit arrays within :data:`BFS_MEMORY`; an estimate over
+    :data:`MAX_BFS_WORDS` link visits is refused before any work.  ``progress``
+    receives one line per block.
     """
     nh = topology.n_hosts
     if nh < 2:
         return DistanceStats(0.0, 0.0, 0)
-    _, inv, o, d = _point_distances(topology)
-    count = np.bincount(inv)
-    off = np.bincount(inv, weights=o) / count          # offset is a property of the point
-    full = d + off[:, None] + off[None, :]
-    np.fill_diagonal(full, 2 * off)                     # distinct hosts sharing a point
-    weight = count[:, None] * count[None, :] - np.diag(count)
-    present = weight > 0
-    return DistanceStats(float(full[present].max()), float((full[present] * weight[present]).sum()), nh * (nh - 1))
+    a, o = attachment(topology)
+    points, inv = np.unique(a, return_inverse=True)
+    count = np.bincount(inv).astype(float)
+    off = np.bincount(inv, weights=o) / count            # offset is a property of the point
+    n, P = topology.n_nodes, len(points)
+    order = np.argsort(topology.dst, kind="stable")       # in-links of every node, contiguous
+    in_src = topology.src[order]
+    indptr = np.searchsorted(topology.dst[order], np.arange(n + 1))
+    starts, has_in = np.minimum(indptr[:-1], max(len(in_src) - 1, 0)), np.diff(indptr) > 0
+    words_total = -(-P // 64)
+    per_word = 8 * (len(in_src) + 3 * n) + 64 * P      # gathered in-links, frontier/visited/next, unpacked bits
+    W = int(max(1, min(words_total, BFS_MEMORY // per_word)))
+    if 8 * per_word > MAX_TABLE_BYTES:
+        require_table(topology, len(in_src) + 3 * n + 8 * P, 8, "one 64-source word of the streamed BFS")
+    levels = _diameter_guess(topology)
+    work = words_total * max(len(in_src), 1) * levels
+    if work > MAX_BFS_WORDS:
+        raise A2AError(f"{topology.spec}: the distance statistics need a BFS from each of {P} attachment points "
+                       f"over {topology.n_links} links (about {work:.2g} link visits of 64 sources, over the limit "
+                       f"{MAX_BFS_WORDS:.0g}: more than a minute); too large for 'a2a topo' "
+                       f"(a2a_compiler.topology.metrics.MAX_BFS_WORDS)")
+    diameter = float(np.where(count > 1, 2 * off, 0).max())   # distinct hosts sharing a point
+    weighted = 0.0                                             # sum over p != q of count_p count_q d(p, q)
+    groups = [(c, points[count == c]) for c in np.unique(count)]   # points by hosts per point (few values)
+    leaf_points = points[off > 0]                                  # offsets are 0 (a host) or 1 (a switch)
+    for b0 in range(0, P, 64 * W):
+        block = np.arange(b0, min(P, b0 + 64 * W))
+        w = -(-len(block) // 64)
+        frontier = np.zeros((n, w), np.uint64)
+        bit = np.arange(len(block))
+        frontier[points[block], bit // 64] = np.left_shift(np.uint64(1), (bit % 64).astype(np.uint64))
+        visited = frontier.copy()
+        level = 0
+        while True:
+            level += 1
+            nxt = np.bitwise_or.reduceat(frontier[in_src], starts, axis=0) if len(in_src) else np.zeros_like(frontier)
+            nxt[~has_in] = 0
+            nxt &= ~visited
+            if not nxt.any():
+                break
+            visited |= nxt
+            frontier = nxt
+            reached_now = sum(c * _column_counts(nxt[g], len(block)) for c, g in groups)   # per source
+            weighted += level * float(count[block] @ reached_now)
+            hit = _column_counts(np.bitwise_or.reduce(nxt[points], axis=0)[None], len(block)) > 0
+            far = _column_counts(np.bitwise_or.reduce(nxt[leaf_points], axis=0)[None], len(block)) > 0
+            if hit.any():
+                diameter = max(diameter, float((level + off[block] + far)[hit].max()))
+        full = np.full(w, np.iinfo(np.uint64).max, np.uint64)
+        full[-1] >>= np.uint64(64 * w - len(block))
+        if not np.all(np.bitwise_and.reduce(visited[points], axis=0) == full):   # some point unreached
+            return DistanceStats(np.inf, np.inf, nh * (nh - 1))
+        if progress:
+            progress(f"distances: BFS from {min(P, b0 + 64 * W)}/{P} attachment points")
+    total = weighted + 2 * float((off * count).sum()) * (nh - 1)
+    return DistanceStats(diameter, total, nh * (nh - 1))
+
+
+def _column_counts(words: np.ndarray, width: int) -> np.ndarray:
+    """For each of ``width`` bit columns of ``rows x ceil(width/64)`` uint64 words (bit ``j`` of word
+    ``j // 64``), how many rows have it set."""
+    if not len(words):
+        return np.zeros(width, np.int64)
+    bits = np.unpackbits(np.ascontiguousarray(words).view(np.uint8), axis=1, bitorder="little")[:, :width]
+    return bits.sum(axis=0, dtype=np.int64)
+
+
+def _diameter_guess(topology: Topology) -> int:
+    """BFS levels to expect, for the work estimate: the eccentricity of node 0 plus one (at most twice the
+    diameter), from one cheap single-source BFS."""
+    d = csgraph.shortest_path(topology.adjacency("ones"), unweighted=True, indices=[0])[0]
+    finite = d[np.isfinite(d)]
+    return int(finite.max()) + 1 if len(finite) else 1
 
 
 def hosts_connected(topology: Topology) -> bool:
