@@ -71,6 +71,37 @@ def parse_flow(text: str) -> float:
     return value
 
 
+def parse_timeout(text: str) -> float:
+    """``--timeout``: seconds > 0, or 0 for no watchdog."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0 (or 0 for no watchdog), got {text!r}")
+    return value
+
+
+#: Options that apply to some schedules only, and why: dest -> (option, formats it applies to, reason).
+FORMAT_ONLY = {"route_mode": ("--route-mode", ("mpi",), "route modes apply to MPI path schedules only")}
+#: Options that mean something only beside another one: dest -> (option, needed dest, needed option, why).
+NEEDS = {
+    "mcf_flow": ("--mcf-flow", "link_bw", "--link-bw", "the bound (N-1)*F*b needs both"),
+    "topology": ("--topology", "rank_map", "--rank-map", "it only names the hosts a rank map uses"),
+}
+
+
+def check_applicable(args, fmt: str | None = None) -> None:
+    """Refuse (one :class:`A2AError`) any option given that does not apply to the other options or,
+    once the schedule's format ``fmt`` is known, to it: the one place that knows which options go together."""
+    for dest, (flag, need, need_flag, why) in NEEDS.items():
+        if getattr(args, dest) is not None and getattr(args, need) is None:
+            raise A2AError(f"{flag} needs {need_flag}: {why}")
+    for dest, (flag, formats, why) in FORMAT_ONLY.items():
+        if fmt is not None and getattr(args, dest) is not None and fmt not in formats:
+            raise A2AError(f"{flag} does not apply to this {fmt} schedule: {why}")
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options of ``a2a run`` / ``python -m runtimes.mpi``."""
     p.add_argument("file", metavar="FILE",
@@ -87,7 +118,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--check", choices=CHECK_MODES, default="first-last",
                    help="verify every received byte after the first and last iterations (default), "
                         "after every iteration, or never")
-    p.add_argument("--route-mode", choices=ROUTE_MODES, default="relay",
+    p.add_argument("--route-mode", choices=ROUTE_MODES,
                    help="MPI path schedules only: 'relay' forwards each chunk hop by hop through the ranks on its "
                         "route (switches are skipped), 'direct' sends it end to end tagged with its route id "
                         "(default relay)")
@@ -97,9 +128,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="MCF flow value F per commodity in link units, e.g. 0.0740741 or 2/27 (as printed by "
                         "'a2a solve' for the fabric the schedule was compiled for); default: 1/lp_time recorded in "
                         "oneCCL-style and MPI path files by 'a2a compile' (MSCCL XML does not record it)")
-    p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+    p.add_argument("--timeout", type=parse_timeout, default=60.0, metavar="SECONDS",
                    help="abort the whole job (MPI_Abort) when a rank makes no progress for this long: a dead rank "
                         "or a deadlocking schedule never hangs (default 60; 0 disables)")
+    p.add_argument("--rank-map", metavar="MAP",
+                   help="which topology host each MPI rank plays: a file of 'HOSTNAME NODE' lines, HOSTNAME as "
+                        "MPI_Get_processor_name returns it, NODE a host id or (with --topology) a host name; a "
+                        "machine listed k times runs k ranks (docs/formats.md). Checked on every rank; default: "
+                        "rank r plays host r")
+    p.add_argument("--topology", metavar="SPEC",
+                   help="with --rank-map: the topology whose host names the map uses (e.g. fattree:4,3 or "
+                        "file:PATH); it must have as many hosts as the schedule has ranks")
     p.add_argument("--json", action="store_true", help="print one JSON object (rank 0) instead of the table")
 
 
@@ -133,8 +172,6 @@ def sweep_sizes(args) -> list[int]:
 def mcf_flow(args, plan) -> float | None:
     """F for the bound (N-1)*F*b: ``--mcf-flow``, else ``1/lp_time`` recorded in the file."""
     if args.link_bw is None:
-        if args.mcf_flow is not None:
-            raise A2AError("--mcf-flow needs --link-bw: the bound (N-1)*F*b needs both")
         return None
     if args.mcf_flow is not None:
         return args.mcf_flow
@@ -261,9 +298,12 @@ def _main(args, prog: str) -> int:
     out = sys.stdout if rank == 0 else None
     with Watchdog(args.timeout, comm, prog) as watchdog:
         try:
+            agree(comm, lambda: check_applicable(args))
             sizes = agree(comm, lambda: sweep_sizes(args))
             link_bw = comm.bcast(on_root(comm, lambda: _link_bw(args)))
-            a2a = Alltoall(args.file, comm, route_mode=args.route_mode)
+            a2a = Alltoall(args.file, comm, route_mode=args.route_mode or "relay", rank_map=args.rank_map,
+                           topology=args.topology)
+            check_applicable(args, a2a.plan.format)  # same file and options on every rank: all raise or none
             local = comm.Split_type(MPI.COMM_TYPE_SHARED)
             local_ranks = local.size
             local.Free()
@@ -283,11 +323,13 @@ def _main(args, prog: str) -> int:
             "route_mode": p.route_mode, "iters": args.iters, "warmup": args.warmup, "check": args.check,
             "link_bw_Bps": link_bw or None, "mcf_flow": flow,
             "bound_GBps": bound / 1e9 if bound else None,
+            "rank_map": args.rank_map, "rank_nodes": [int(n) for n in a2a.nodes],
+            "mpi_library": MPI.Get_library_version().splitlines()[0].strip(),
         }
         if out and not args.json:
             _print_header(out, header)
         try:
-            results, failures = _sweep(args, a2a, sizes, header, bound, watchdog, out)
+            results, failures = _sweep(args, comm, a2a, sizes, header, bound, watchdog, out)
         except A2AError as exc:  # raised on one rank mid-run: the others are blocked, abort them
             print(f"{prog}: error: {exc}", file=sys.stderr, flush=True)
             comm.Abort(1)
@@ -302,12 +344,13 @@ def _main(args, prog: str) -> int:
     return 1 if failures else 0
 
 
-def _sweep(args, a2a, sizes, header, bound, watchdog, out):
+def _sweep(args, comm, a2a, sizes, header, bound, watchdog, out):
+    """Every size on ``comm``'s ranks (buffers in its rank order; ``a2a`` maps them to hosts)."""
     import numpy as np
 
     from .pattern import fill
 
-    comm, p = a2a.comm, a2a.plan
+    p = a2a.plan
     rank, N = comm.rank, comm.size
     results, failures = [], 0
     for m in sizes:
@@ -370,6 +413,10 @@ def _print_header(out, h: dict) -> None:
     print(f"# {h['schedule']}: {h['format']} schedule {h['name']!r}, {h['nranks']} ranks, "
           f"{h['chunks_per_shard']} chunk(s)/shard, up to {h['scratch_chunks_max']} scratch chunk(s) per rank{rm}",
           file=out)
+    if h["rank_map"]:
+        pairs = " ".join(f"{r}->{n}" for r, n in enumerate(h["rank_nodes"][:32]))
+        more = " ..." if len(h["rank_nodes"]) > 32 else ""
+        print(f"# rank map {h['rank_map']}: MPI rank -> topology host {pairs}{more}", file=out)
     print(f"# {h['iters']} iterations after {h['warmup']} warm-up; time = max over ranks per iteration; "
           f"check: {h['check']}", file=out)
     print("# bytes: per-peer shard m; chunk: bytes per chunk (m/C rounded up); min/median/max: time of one "
