@@ -106,3 +106,27 @@ def uts_namespaces_missing() -> str | None:
         return "no unshare command (util-linux)"
     p = subprocess.run(["unshare", "--uts", "hostname", "a2a-cluster-probe"], capture_output=True, text=True)
     return None if p.returncode == 0 else f"unshare --uts failed: {p.stderr.strip()}"
+
+
+def kill_rank(job: subprocess.Popen, rank: int) -> int:
+    """SIGKILL the process of launcher rank ``rank`` among ``job``'s descendants; returns its pid."""
+    def parent(pid: int) -> int:
+        with open(f"/proc/{pid}/stat") as fh:
+            return int(fh.read().rsplit(")", 1)[1].split()[1])
+
+    def descends(pid: int) -> bool:
+        while pid > 1:
+            pid = parent(pid)
+            if pid == job.pid:
+                return True
+        return False
+
+    for entry in os.listdir("/proc"):
+        try:
+            env = dict(x.split("=", 1) for x in Path(f"/proc/{entry}/environ").read_text().split("\0") if "=" in x)
+            if env.get("PMI_RANK", env.get("OMPI_COMM_WORLD_RANK")) == str(rank) and descends(int(entry)):
+                os.kill(int(entry), 9)
+                return int(entry)
+        except (OSError, ValueError):  # not a process, or gone meanwhile
+            continue
+    raise AssertionError(f"no process of rank {rank} under pid {job.pid}")

@@ -8,12 +8,15 @@ rank map is checked against real ``MPI_Get_processor_name`` answers, not a stand
 from __future__ import annotations
 
 import json
+import os
+import socket
 import subprocess
 import sys
 
 import pytest
 
-from mpijobs import DATA, SCHEDULES, compiled_schedules, launcher, own_hostnames, uts_namespaces_missing
+from mpijobs import (DATA, SCHEDULES, compiled_schedules, kill_rank, launcher, own_hostnames,
+                     uts_namespaces_missing)
 
 pytestmark = pytest.mark.mpi
 needs_uts = pytest.mark.skipif(uts_namespaces_missing() is not None, reason=uts_namespaces_missing() or "")
@@ -105,3 +108,29 @@ def test_bad_runtime_flags_are_refused_before_mpi_starts(opts, message):
                         *opts], capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and p.stdout == ""
     assert p.stderr.splitlines()[-1] == f"a2a run: error: {message}"
+
+
+@pytest.mark.parametrize("mpi", ["mpich", "openmpi"])
+def test_a_killed_rank_ends_the_job_without_tracebacks(mpi):
+    """SIGKILL rank 3 mid-sweep.  MPICH's hydra SIGKILLs the others at once and prints its own banner
+    (stdout); Open MPI sends them SIGTERM first, and the lowest survivor on the machine names the dead
+    rank in one line beside Open MPI's own report.  No rank prints a traceback or blames another rank."""
+    job = launcher(mpi)
+    p = job.popen(8, "-m", "runtimes.mpi", str(SCHEDULES / "bipartite-4-tsmcf.msccl.xml"), "-b", "1K", "-e", "1M",
+                  "-n", "1000")
+    try:
+        assert p.stdout.readline().startswith("# ")   # the sweep has started
+        pid = kill_rank(p, 3)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, 9)
+            p.wait()
+    assert p.returncode != 0
+    assert "Traceback" not in err + out
+    ours = [x for x in err.splitlines() if x.startswith("python -m runtimes.mpi:")]
+    assert ours in ([], [f"python -m runtimes.mpi: rank 3 (pid {pid} on {socket.gethostname()}) died; ending the job"]), err
+    if mpi == "openmpi":
+        assert f"process rank 3 with PID {pid} on node" in err
+    else:
+        assert "BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES" in out

