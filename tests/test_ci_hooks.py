@@ -47,3 +47,4 @@ def test_every_command_documents_its_exit_status():
         assert "\n  0    " in section and "\n  2    user error: " in section and "\n  130  interrupted" in section, name
     assert "\n  1    some FILE is an invalid schedule" in sub.choices["verify"].epilog
     assert "\n  124  the watchdog (--timeout) aborted" in sub.choices["run"].epilog
+    assert "\n  125  a rank on the same machine died" in sub.choices["run"].epilog
