@@ -75,7 +75,7 @@ def test_a2a_run_with_a_rank_map_reports_and_checks_the_placement(tmp_path):
     out = json.loads(p.stdout)
     assert out["rank_map"] == str(rmap) and out["rank_nodes"] == PERM
     assert out["mpi_library"].startswith("MPICH Version:")
-    assert [(r["bytes"], r["verified"]) for r in out["results"]] == [(1, True), (64, True), (4096, True)]
+    assert [(r["size_bytes"], r["verified"]) for r in out["results"]] == [(1, True), (64, True), (4096, True)]
 
 
 @needs_uts

@@ -26,25 +26,32 @@ def test_verify_json(capsys):
     assert (d["spec"], d["method"], d["lp_time"], d["fidelity"]) == ("complete:3", None, None, None)  # no record
 
 
-def test_compile_and_verify_agree_on_every_shared_key_without_flags(tmp_path, capsys):
+@pytest.mark.parametrize("spec, emit, fabric", [
+    ("torus:3x3x3", "oneccl", ["--host-bw", "100Gbps"]),                  # the issue's example
+    ("torus:3x3 --remove-links 1 --seed 3", "msccl", ["--host-bw", "50Gbps"]),
+    ("torus:3x3", "mpi", ["--host-bw", "50Gbps", "--forwarding", "nic"]),
+])
+def test_compile_and_verify_agree_on_every_shared_key_without_flags(tmp_path, capsys, spec, emit, fabric):
     """issue #18: 'a2a verify t3.xml' predicted 10.5 where compile said 13.875 (the fabric was not recorded)."""
-    for emit in ("oneccl", "msccl", "mpi"):
-        f = tmp_path / f"t3.{emit}.xml"
-        fabric = ["--link-bw", "25Gbps", "--host-bw", "100Gbps"] + (["--forwarding", "nic"] if emit == "mpi" else [])
-        assert main(["compile", "torus:3x3x3", *fabric, "--emit", emit, "-o", str(f), "-q", "--json"]) == 0
-        compiled = json.loads(capsys.readouterr().out)
-        assert main(["verify", str(f), "--json"]) == 0
-        out = capsys.readouterr()
-        verified = json.loads(out.out)
-        shared = sorted(set(compiled) & set(verified))
-        assert shared == ["chunks_per_shard", "fabric", "fidelity", "format", "json_version", "lp_time", "mcf_ratio",
-                          "mcf_time", "method", "predicted_time", "program", "ranks", "spec", "valid"]
-        assert {k: verified[k] for k in shared} == {k: compiled[k] for k in shared}, emit
-        assert out.err == "" and verified["overrides"] == [] and verified["checks"]["topology"] == "pass"
-        assert verified["fabric"] == {"link_bw_Bps": 3.125e9, "host_bw_Bps": 12.5e9,
-                                      "forwarding": "nic" if emit == "mpi" else "host"}
-        if emit == "oneccl":   # the issue's example
-            assert (verified["predicted_time"], verified["lp_time"]) == (13.875, 13.5)
+    f = tmp_path / f"t.{emit}.xml"
+    fabric = ["--link-bw", "25Gbps", *fabric]
+    assert main(["compile", *spec.split(), *fabric, "--emit", emit, "-o", str(f), "-q", "--json"]) == 0
+    compiled = json.loads(capsys.readouterr().out)
+    assert main(["verify", str(f), "--json"]) == 0
+    out = capsys.readouterr()
+    verified = json.loads(out.out)
+    shared = sorted(set(compiled) & set(verified))
+    assert shared == ["chunks_per_shard", "fabric", "fidelity", "format", "json_version", "lp_time", "mcf_ratio",
+                      "mcf_time", "method", "predicted_time", "program", "ranks", "spec", "valid"]
+    assert {k: verified[k] for k in shared} == {k: compiled[k] for k in shared}
+    assert out.err == "" and verified["overrides"] == [] and verified["checks"]["topology"] == "pass"
+    host = 12.5e9 if emit == "oneccl" else 6.25e9
+    assert verified["fabric"] == {"link_bw_Bps": 3.125e9, "host_bw_Bps": host,
+                                  "forwarding": "nic" if emit == "mpi" else "host"}
+    if emit == "oneccl":   # the issue's example
+        assert (verified["predicted_time"], verified["lp_time"]) == (13.875, 13.5)
+    if emit == "msccl":    # the recorded spec is rebuilt with its puncturing
+        assert verified["spec"] == "torus:3x3 -links 1 seed=3"
 
 
 def test_verify_flags_override_the_record_with_a_warning(tmp_path, capsys):
