@@ -15,7 +15,7 @@ import sys
 from .errors import A2AError
 
 #: Subcommand modules in pipeline order.
-COMMANDS = ["topo", "solve", "routes", "compare", "schedule", "compile", "verify", "run", "testbed", "demo"]
+COMMANDS = ["topo", "demand", "solve", "routes", "compare", "schedule", "compile", "verify", "run", "testbed", "demo"]
 
 DESCRIPTION = """\
 Compile bandwidth-optimal all-to-all schedules for direct-connect topologies.
