@@ -113,6 +113,18 @@ class Demand:
         volumes.setflags(write=False)
         return cls(a, volumes, source)
 
+    @classmethod
+    def from_volumes(cls, volumes, source: str = "<file>") -> "Demand":
+        """The demand whose canonical volumes a file recorded (:meth:`to_json_dict`), taken as they are
+        (canonicalising again could move an entry by one grid step); checked square, finite, >= 0, not all 0."""
+        v = np.array(volumes, dtype=float)
+        if v.ndim != 2 or v.shape[0] != v.shape[1] or v.shape[0] < 2 or not np.all(np.isfinite(v)) \
+                or np.any(v < 0) or np.any(np.diag(v) != 0) or not np.any(v > 0):
+            raise A2AError(f"{source}: the recorded demand volumes are not an N x N matrix of finite volumes >= 0 "
+                           f"with a zero diagonal")
+        v.setflags(write=False)
+        return cls(v, v, source)
+
     # ------------------------------------------------------------ properties
     @property
     def n(self) -> int:
@@ -181,20 +193,33 @@ class Demand:
     def chunk_counts(self, per_unit: float, balanced_total: int | None = None) -> np.ndarray:
         """Integer chunks per pair ``T ≈ per_unit · volumes``, at least 1 wherever a volume is positive.
 
-        ``balanced_total``: every row and column of ``T`` must sum to it (MSCCL's fixed-size
-        buffers; :meth:`balanced` matrices only): a controlled rounding, each entry the floor or
-        the ceiling of ``per_unit·D`` (Bacharach 1966), chosen by an LP whose optimal vertex is
-        integral (a transportation polytope) and canonical; :class:`A2AError` if no such
-        rounding exists.  Without it each entry is rounded to the nearest integer (halves up).
+        Without ``balanced_total`` each entry is rounded up: chunks of ``1/per_unit`` then carry
+        every pair.  ``balanced_total``: every row and column of ``T`` must sum to it (MSCCL's
+        fixed-size buffers; :meth:`balanced` matrices only): a controlled rounding, each entry
+        the floor or the ceiling of ``per_unit·D`` (Bacharach 1966), chosen by an LP whose
+        optimal vertex is integral (a transportation polytope) and canonical; exact where
+        ``per_unit·D`` is integral; :class:`A2AError` if no such rounding exists.
         """
         x = snap(self.volumes * per_unit)
-        lo = np.floor(x)
-        pos = x > 0
         if balanced_total is None:
-            t = np.floor(x + 0.5)
-            t[pos] = np.maximum(t[pos], 1)
-            return t.astype(np.int64)
-        return _controlled_rounding(x, lo, pos, int(balanced_total), self.source)
+            return np.ceil(x).astype(np.int64)
+        return _controlled_rounding(x, np.floor(x), x > 0, int(balanced_total), self.source)
+
+    def require_balanced(self) -> None:
+        """Refuse (one line naming the alternatives) a matrix MSCCL's fixed-size buffers cannot hold."""
+        if not self.balanced():
+            raise A2AError(f"{self.source}: MSCCL's fixed-size buffers need every rank to send and receive the "
+                           f"same total, and this matrix's rows and columns differ; use the MPI path format "
+                           f"(--emit mpi) or oneCCL-style XML (--emit oneccl)")
+
+    def msccl_counts(self, chunks_per_peer: int) -> np.ndarray:
+        """The chunk counts ``T`` of an MSCCL all-to-allv with ``chunks_per_peer = nchunksperloop / N``:
+        every row and column sums to ``nchunksperloop`` (the fixed-size buffers), ``T ≈ D·N·c/(N-1)``
+        (:meth:`chunk_counts`; exact when that is integral).  The compiler lays the buffers out by it and
+        the verifier and runtime recompute it from the demand and the file's ``nchunksperloop``."""
+        self.require_balanced()
+        n = self.n
+        return self.chunk_counts(n * chunks_per_peer / (n - 1), n * chunks_per_peer)
 
 
 def _controlled_rounding(x: np.ndarray, lo: np.ndarray, pos: np.ndarray, total: int, source: str) -> np.ndarray:
@@ -213,13 +238,18 @@ def _controlled_rounding(x: np.ndarray, lo: np.ndarray, pos: np.ndarray, total: 
     A = sp.csc_array((np.ones(2 * len(idx)), (np.concatenate([i, n + j]), np.tile(np.arange(len(idx)), 2))),
                      shape=(2 * n, len(idx)))
     rhs = np.concatenate([total - lo.sum(axis=1), total - lo.sum(axis=0)])
+    fail = A2AError(f"{source}: no whole-chunk matrix with every row and column summing to {total} chunks "
+                    f"keeps the demand's proportions; try other chunk counts")
+    if not len(idx):                              # exact: nothing to round
+        if np.any(rhs != 0):
+            raise fail
+        return lo.astype(np.int64)
     cost = 1.0 - 2.0 * frac.ravel()[idx]
     try:
         res = solve_lp(cost, A, rhs, rhs, need.ravel()[idx].astype(float), 1.0, solver="simplex",
                        label="chunk counts")
     except A2AError:
-        raise A2AError(f"{source}: no whole-chunk matrix with every row and column summing to {total} chunks "
-                       f"keeps the demand's proportions; try more chunks") from None
+        raise fail from None
     t = lo.copy().ravel()
     t[idx] += np.rint(res.x)
     return t.reshape(n, n).astype(np.int64)

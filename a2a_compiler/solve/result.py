@@ -165,7 +165,7 @@ class FlowSolution:
             meta["demand"] = self.demand.to_json_dict(max_ranks=0)
         arrays = {"meta": np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)}
         if self.demand is not None:
-            arrays["demand_matrix"] = np.asarray(self.demand.matrix, dtype=float)
+            arrays["demand_volumes"] = np.asarray(self.demand.volumes, dtype=float)
         if self.step_loads is not None:
             arrays["step_loads"] = np.asarray(self.step_loads, dtype=float)
         if self.link_flows is not None:
@@ -215,10 +215,10 @@ class FlowSolution:
                 for i, (s, d, w) in enumerate(zip(arrays["path_src"], arrays["path_dst"], arrays["path_weight"]))
             )
         demand = None
-        if "demand_matrix" in arrays:
+        if "demand_volumes" in arrays:
             from ..demand import Demand
 
-            demand = Demand.from_array(arrays["demand_matrix"], str(meta.get("demand", {}).get("source", path)))
+            demand = Demand.from_volumes(arrays["demand_volumes"], str(meta.get("demand", {}).get("source", path)))
         return cls(
             method=meta["method"], spec=meta["spec"], fabric=Fabric.from_json_dict(meta["fabric"]),
             n_hosts=meta["n_hosts"], n_links=meta["n_links"], concurrent_flow=meta["concurrent_flow"],
