@@ -176,8 +176,9 @@ def _program_time(emit: str, lower, fabric):
     def time_of(schedule):
         from .verify.topology_check import schedule_capacities
 
-        return program_performance(lower(schedule), fabric, schedule_capacities(schedule),
-                                   demand=schedule.demand).predicted_time
+        d = schedule.demand
+        return program_performance(lower(schedule), fabric, schedule_capacities(schedule), demand=d,
+                                   layout=None if d is None else schedule.counts()).predicted_time
     return time_of
 
 
@@ -288,14 +289,14 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
     timings = {"schedule": t1 - t0, "lower_and_verify": time.perf_counter() - t1}
     uniform = reused = None
     if schedule.demand is not None and not isinstance(source, (LinkSchedule, PathSchedule)):
-        from .verify.performance import reused_performance
+        from .verify.performance import program_performance
         from .verify.topology_check import schedule_capacities
 
         uniform = compile(topology, emit, method, fabric=fab, max_chunks=max_chunks,
                           steps=steps, paths=paths, max_paths=max_paths, solver=solver, channels=channels,
                           instances=instances, proto=proto, min_bytes=min_bytes, max_bytes=max_bytes, rcs=rcs,
                           name=name, progress=progress)
-        reused = reused_performance(uniform.program, fab, schedule.demand,
-                                    schedule_capacities(uniform.schedule)).predicted_time
+        reused = program_performance(uniform.program, fab, schedule_capacities(uniform.schedule),
+                                     demand=schedule.demand).predicted_time
         timings["uniform"] = sum(uniform.timings.values())
     return CompileResult(emit, program, data, schedule, report, timings, uniform, reused)

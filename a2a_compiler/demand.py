@@ -175,6 +175,11 @@ class Demand:
                 "receive_skew": float(cols.max() / (self.n - 1)), "send_skew": float(rows.max() / (self.n - 1)),
                 "balanced": self.balanced(), "uniform": self.is_uniform}
 
+    def pair_bytes(self, mean: int) -> np.ndarray:
+        """Bytes of every pair for a mean block of ``mean`` bytes: ``D[s, d]·mean`` rounded half up (volumes have
+        mean 1, so the total is that of a uniform all-to-all with shards of ``mean`` bytes)."""
+        return np.floor(self.volumes * mean + 0.5).astype(np.int64)
+
     def to_json_dict(self, max_ranks: int = 16) -> dict:
         """What output files record: source, size, hash, and the canonical volumes when ``n <= max_ranks``."""
         d = {"source": Path(self.source).name if not self.source.startswith(("<", "zipf(")) else self.source,

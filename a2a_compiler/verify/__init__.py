@@ -128,26 +128,26 @@ def verify_bytes(data: bytes, source: str = "<xml>", topology: Topology | None =
     return report
 
 
-def _demand_layout(fmt: str, program, demand, report: "Report"):
+def _demand_layout(fmt: str, program, demand, report: "Report", trace=None):
     """What ``--demand`` means for this file: the MSCCL layout counts (or ``None``).
 
-    * MSCCL XML records no layout: with a demand its buffers are read in the all-to-allv
-      layout of :meth:`~a2a_compiler.demand.Demand.msccl_counts` (an unbalanced matrix is an
-      :class:`~a2a_compiler.errors.A2AError`).
+    * MSCCL XML records no layout: a file whose plain all-to-all ``trace`` is valid is one
+      (reused, as below); any other is read in the all-to-allv layout of
+      :meth:`~a2a_compiler.demand.Demand.msccl_counts` (an unbalanced matrix is an
+      :class:`~a2a_compiler.errors.A2AError`).  The two layouts never hold the same program.
     * oneCCL-style and MPI path files of an all-to-allv record the demand's volumes: they must
       be the demand's, else a data-movement error names both hashes.
-    * a plain all-to-all oneCCL or MPI path file is valid for any demand (every pair has its
-      chunks) and is priced under it, reused (:func:`.performance.program_performance`); a
-      warning says so.
+    * a plain all-to-all file is valid for any demand (every pair has its chunks) and is
+      priced under it, reused (:func:`.performance.program_performance`); a warning says so.
     """
     if demand is None:
         return None
     if demand.n != report.ranks:
         raise A2AError(f"{demand.source}: the demand matrix is {demand.n} x {demand.n}, but the file has "
                        f"{report.ranks} ranks")
-    if fmt == "msccl":
+    if fmt == "msccl" and trace.errors:
         return demand.msccl_counts(program.nchunksperloop // max(program.ngpus, 1))
-    if program.volumes is not None:
+    if fmt != "msccl" and program.volumes is not None:
         from ..demand import Demand
 
         recorded = Demand.from_volumes(program.volumes, report.source)
@@ -185,7 +185,8 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
     caps = None if topology is None else topology_check.link_capacities(topology)
     if fmt == "msccl":
         report = Report(source, fmt, program.ngpus, program.nchunksperloop // max(program.ngpus, 1))
-        layout = _demand_layout(fmt, program, demand, report)
+        if demand is not None and demand.n != report.ranks:
+            _demand_layout(fmt, program, demand, report)          # the one-line refusal
         rules = report.errors["executor rules"]
         rules += msccl_rules.check_lexical(data)
         rules += msccl_rules.check_attributes(root)
@@ -204,12 +205,15 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
             why = "the program breaks structural executor rules (see above)"
             report.skipped = {c: why for c in ("data movement", "deadlock freedom", "topology") if not report.errors[c]}
             return report
-        trace = simulate.simulate_msccl(program, layout)
+        trace = simulate.simulate_msccl(program)
+        layout = _demand_layout(fmt, program, demand, report, trace)
+        if layout is not None:
+            trace = simulate.simulate_msccl(program, layout)
         for m in trace.errors:
             report.errors["deadlock freedom" if m.startswith("deadlock") else "data movement"].append(m)
     elif fmt == "oneccl":
         report = Report(source, fmt, program.nranks, program.chunks_per_shard)
-        _demand_layout(fmt, program, demand, report)
+        layout = _demand_layout(fmt, program, demand, report)
         report.skipped["executor rules"] = "MSCCL only"
         report.skipped["deadlock freedom"] = "matched asynchronous operations and a local wait-all per step"
         if _too_big(report, sum(r.i_chunks + r.o_chunks + r.s_chunks for r in program.ranks)):
@@ -222,7 +226,7 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
                           f"{sum(r.s_chunks for r in program.ranks)} scratch chunks")
     else:
         report = Report(source, fmt, program.nranks, program.chunks_per_shard)
-        _demand_layout(fmt, program, demand, report)
+        layout = _demand_layout(fmt, program, demand, report)
         report.skipped["executor rules"] = "MSCCL only"
         if deadlock_free:
             cycle = find_deadlock([s.nodes for s in program.sends], [s.channels for s in program.sends])
@@ -250,8 +254,8 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
         else:
             terr += topology_check.check_moves(trace.moves, topology, "gpu" if fmt == "msccl" else "rank")
     if report.valid:  # the cost model needs a complete, well-formed schedule
-        report.perf = performance.program_performance(program, fabric, caps, trace, demand)
-        reused = demand is not None and fmt != "msccl" and program.volumes is None
+        report.perf = performance.program_performance(program, fabric, caps, trace, demand, layout)
+        reused = demand is not None and layout is None and getattr(program, "volumes", None) is None
         report.file_lp_time = None if reused else getattr(program, "lp_time", None)  # a reused file's is uniform
         if report.file_lp_time and report.fidelity is None:
             report.warnings.append(

@@ -103,31 +103,19 @@ def dataflow_performance(moves, chunks_per_shard: int, fabric: Fabric, capacity=
                        *busiest)
 
 
-def reused_performance(program, fabric: Fabric, demand, capacity=None) -> Performance:
-    """A plain all-to-all program run as an all-to-allv of ``demand``, its routes and steps unchanged
-    (one schedule reused for every batch): an MPI path program's chunks weigh their pair's volume
-    (the runtime splits each pair's bytes over its routes), a link program's fixed-size chunks are
-    padded to the largest pair's volume (``max D / C`` each)."""
-    from ..formats import MpiPathProgram, MscclProgram
-    from . import simulate
-
-    if isinstance(program, MpiPathProgram) or not isinstance(program, MscclProgram):
-        return program_performance(program, fabric, capacity, demand=demand)
-    trace = simulate.simulate_msccl(program)
-    unit = float(demand.volumes.max()) / trace.chunks_per_shard
-    return dataflow_performance(trace.moves, trace.chunks_per_shard, fabric, capacity, program.ngpus, unit)
-
-
-def program_performance(program, fabric: Fabric, capacity=None, trace=None, demand=None) -> Performance:
+def program_performance(program, fabric: Fabric, capacity=None, trace=None, demand=None,
+                        layout=None) -> Performance:
     """The predicted time of a lowered program, as ``a2a verify`` and ``compile`` report it.
 
     ``capacity``: ``{(u, v): cap}`` of the topology (default: used pairs at 1);
     ``trace``: the program's symbolic execution if already done (else it is run);
-    ``demand``: the all-to-allv to price.  An MSCCL file's layout and chunk size come from it;
-    oneCCL and MPI path files that record volumes use theirs; a plain all-to-all oneCCL or MPI
-    path file is priced under it with its routes and steps unchanged (reused): a path's chunks
-    weigh their pair's volume, a oneCCL chunk is padded to the largest pair's (fixed-size chunks).
-    The program must be valid (the cost model needs a complete schedule).
+    ``demand``: the all-to-allv to price.  An MSCCL file in the demand's buffer ``layout``
+    (:meth:`~a2a_compiler.demand.Demand.msccl_counts`; MSCCL XML records none) has chunks of
+    ``u = max D/T``; oneCCL and MPI path files that record volumes use theirs; a plain all-to-all
+    file is priced under the demand with its routes and steps unchanged (one schedule reused for
+    every batch): a path's chunks weigh their pair's volume (the runtime splits each pair's bytes
+    over its routes), a link program's fixed-size chunks are padded to the largest pair's volume
+    (``max D / C`` each).  The program must be valid (the cost model needs a complete schedule).
     """
     from dataclasses import replace
 
@@ -140,11 +128,12 @@ def program_performance(program, fabric: Fabric, capacity=None, trace=None, dema
             program = replace(program, volumes=tuple(map(tuple, demand.volumes.tolist())))
         return routed_performance(program, fabric, capacity)
     if isinstance(program, MscclProgram):
-        counts = unit = None
-        if demand is not None:
-            counts = demand.msccl_counts(program.nchunksperloop // program.ngpus)
-            unit = link_chunk_volume(demand.volumes, counts)
-        trace = trace or simulate.simulate_msccl(program, counts)
+        unit = None
+        if layout is not None:
+            unit = link_chunk_volume(demand.volumes, layout)
+        elif demand is not None:
+            unit = float(demand.volumes.max()) / (program.nchunksperloop // program.ngpus)
+        trace = trace or simulate.simulate_msccl(program, layout)
         return dataflow_performance(trace.moves, trace.chunks_per_shard, fabric, capacity, program.ngpus, unit)
     trace = trace or simulate.simulate_oneccl(program)
     unit = None

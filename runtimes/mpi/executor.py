@@ -103,6 +103,9 @@ class Alltoall:
 
         def setup():
             program = load_schedule(schedule)[1] if isinstance(schedule, (str, os.PathLike)) else schedule
+            if getattr(program, "chunk_counts", None) is not None:
+                raise A2AError("this oneCCL-style file is an all-to-allv (its buffers follow chunks= per pair); "
+                               "run it with runtimes.mpi.Alltoallv or 'a2a run FILE --demand D.csv'")
             plans = build_plans(program, comm.size, route_mode)
             if steering is None:
                 return [(p, None) for p in plans]
