@@ -50,7 +50,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import A2AError
-from .numeric import snap, unit_uniforms
+from .numeric import snap, splitmix64, unit_uniforms
 
 #: Largest demand matrix accepted (ranks).
 MAX_RANKS = 4096
@@ -338,7 +338,7 @@ def as_demand(value, n: int | None = None) -> Demand | None:
 
 # ------------------------------------------------------------- generators
 def zipf_demand(n: int, alpha: float = 1.0, *, experts_per_rank: int = 2, tokens: int = 4096, top_k: int = 2,
-                seed: int = 0) -> Demand:
+                seed: int = 0, batch: int = 0) -> Demand:
     """Token counts of a seeded MoE layer whose expert popularity is Zipf-skewed (module docstring).
 
     Expert ``e`` sits on rank ``e // experts_per_rank``; its popularity rank is a
@@ -346,8 +346,10 @@ def zipf_demand(n: int, alpha: float = 1.0, *, experts_per_rank: int = 2, tokens
     Each of the ``tokens`` tokens of every rank picks ``top_k`` distinct experts: candidates
     are drawn by popularity from a splitmix64 stream keyed by ``(seed, rank, token, draw)``
     and the first ``top_k`` distinct ones kept (after 16·top_k draws, the most popular
-    experts not yet chosen fill in).  Exact arithmetic throughout: the same counts on
-    every machine.  Returns a :class:`Demand` of integer counts (diagonal: tokens kept local).
+    experts not yet chosen fill in).  ``batch`` draws another batch of tokens for the same
+    experts and popularity (the next step of the same layer).  Exact arithmetic throughout:
+    the same counts on every machine.  Returns a :class:`Demand` of integer counts (diagonal:
+    tokens kept local).
     """
     if n < 2 or n > MAX_RANKS:
         raise A2AError(f"zipf demand: ranks must be 2 .. {MAX_RANKS}, got {n}")
@@ -370,12 +372,15 @@ def zipf_demand(n: int, alpha: float = 1.0, *, experts_per_rank: int = 2, tokens
     cum = np.cumsum(weight)
     s, t, k = np.meshgrid(np.arange(n, dtype=np.uint64), np.arange(tokens, dtype=np.uint64),
                           np.arange(draws, dtype=np.uint64), indexing="ij")
-    key = ((base ^ (np.uint64(1) << np.uint64(63))) + (s * np.uint64(tokens) + t) * np.uint64(draws) + k)
+    stream = splitmix64(np.uint64(((seed & 0xFFFFFFFF) << 32) | (batch & 0xFFFFFFFF)))   # the tokens' stream
+    key = stream + (s * np.uint64(tokens) + t) * np.uint64(draws) + k
     cand = np.searchsorted(cum, unit_uniforms(key) * cum[-1], side="right")      # (n, tokens, draws)
     cand = np.minimum(cand, E - 1)
-    first = np.ones(cand.shape, dtype=bool)
-    for a in range(1, draws):
-        first[..., a] = np.all(cand[..., :a] != cand[..., a:a + 1], axis=-1)
+    token = np.arange(n * tokens, dtype=np.int64).reshape(n, tokens, 1)
+    _, at = np.unique((token * E + cand).ravel(), return_index=True)       # each token's first draw of an expert
+    first = np.zeros(cand.size, dtype=bool)
+    first[at] = True
+    first = first.reshape(cand.shape)
     keep = first & (np.cumsum(first, axis=-1) <= top_k)
     counts = np.zeros((n, E), dtype=np.int64)
     np.add.at(counts, (np.broadcast_to(np.arange(n)[:, None, None], cand.shape)[keep], cand[keep]), 1)
@@ -388,7 +393,8 @@ def zipf_demand(n: int, alpha: float = 1.0, *, experts_per_rank: int = 2, tokens
                 counts[si, e] += 1
     matrix = counts.reshape(n, n, experts_per_rank).sum(axis=2)
     return Demand.from_array(matrix, f"zipf(n={n}, alpha={alpha:g}, experts_per_rank={experts_per_rank}, "
-                                     f"tokens={tokens}, top_k={top_k}, seed={seed})")
+                                     f"tokens={tokens}, top_k={top_k}, seed={seed}"
+                                     + (f", batch={batch})" if batch else ")"))
 
 
 def router_demand(path, experts: int | None = None, n: int | None = None) -> Demand:
