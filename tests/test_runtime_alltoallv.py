@@ -75,3 +75,22 @@ def test_a2a_run_demand_is_byte_exact_for_the_schedule_and_native(compiled):
         total = ZIPF.pair_bytes(r["bytes"]).sum()
         assert r["algbw_GBps"] == pytest.approx(total / 8 / r["time_median_s"] / 1e9)
         assert r["native_algbw_GBps"] == pytest.approx(total / 8 / r["native_time_median_s"] / 1e9)
+
+
+def test_a2a_run_demand_under_a_permuted_rank_map(compiled, tmp_path):
+    """Rank r plays host PERM[r] (tests/test_runtime_cluster.py): the counts stay in rank order, the plans
+    follow the hosts, every byte still arrives, against MPI_Alltoallv on the same buffers."""
+    from mpijobs import launcher, own_hostnames, uts_namespaces_missing
+    from test_runtime_cluster import PERM, write_map
+
+    if uts_namespaces_missing():
+        pytest.skip(uts_namespaces_missing())
+    rmap = write_map(tmp_path / "cluster.map")
+    p = launcher("mpich").run(8, "-m", "a2a_compiler", "run", str(compiled / "moe.mpi.xml"), "--rank-map", str(rmap),
+                              "--demand", str(compiled / "D.csv"), "--json", "-b", "1K", "-e", "1K", "-n", "2",
+                              "-w", "1", "--check", "all", wrap=own_hostnames(), timeout=120)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["rank_nodes"] == PERM
+    (r,) = out["results"]
+    assert r["verified"] and r["native_verified"]

@@ -33,7 +33,8 @@ from mpi4py import MPI
 from a2a_compiler.errors import A2AError
 
 from .executor import _byte_view, agree, on_root, run_msccl, run_oneccl, run_paths
-from .plan import BUF_I, BUF_O, BUF_S, Forward, Message, MscclPlan, OnecclPlan, PathPlan, build_plans, load_schedule
+from .plan import BUF_I, BUF_O, BUF_S, Forward, MscclPlan, PathPlan, build_plans, load_schedule
+from .rankmap import place_ranks
 from .steered import SteeredRoutes
 
 
@@ -68,7 +69,9 @@ class Alltoallv:
     ``schedule`` is a file path or a loaded program (rank 0's is used), as for
     :class:`~runtimes.mpi.executor.Alltoall`; ``demand`` (a
     :class:`~a2a_compiler.demand.Demand`) gives an MSCCL all-to-allv file its
-    buffer layout (MSCCL XML records none).  Construction is collective.
+    buffer layout (MSCCL XML records none); ``rank_map`` and ``topology`` place
+    the ranks on the topology's hosts as for ``Alltoall`` (the counts and
+    buffers keep ``comm``'s rank order).  Construction is collective.
 
     ``a2a(sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls)``: block
     ``d`` of ``sendbuf`` (``sendcounts[d]`` elements at ``sdispls[d]``) goes to
@@ -80,8 +83,9 @@ class Alltoallv:
     """
 
     def __init__(self, schedule, comm=None, *, route_mode: str = "relay", steering: dict | None = None,
-                 demand=None):
+                 demand=None, rank_map=None, topology=None):
         comm = MPI.COMM_WORLD if comm is None else comm
+        names = None if rank_map is None else comm.gather(MPI.Get_processor_name())
 
         def setup():
             program = load_schedule(schedule)[1] if isinstance(schedule, (str, os.PathLike)) else schedule
@@ -89,14 +93,16 @@ class Alltoallv:
             counts = layout_counts(program, comm.size, demand)
             if steering is not None and (not isinstance(plans[0].body, PathPlan) or route_mode != "direct"):
                 raise A2AError("steered routes need an MPI path schedule run with route_mode='direct'")
-            return [(p, counts) for p in plans]
+            nodes = place_ranks(rank_map, names, comm.size, topology)
+            return [(plans[n], counts, nodes) for n in nodes]  # rank r executes the plan of the host it plays
 
-        self.plan, self.counts = comm.scatter(on_root(comm, setup))
-        self.comm = comm.Dup()
+        self.plan, self.counts, self.nodes = comm.scatter(on_root(comm, setup))
+        self.node = int(self.nodes[comm.rank])
+        self.comm = comm.Split(0, self.node)              # rank i: the process playing host i
         self.steered = None
         if steering is not None:
-            mine = {k: v for k, v in steering.items() if comm.rank in k[:2]}
-            self.steered = agree(comm, lambda: SteeredRoutes(comm, mine))
+            mine = {k: v for k, v in steering.items() if self.node in k[:2]}
+            self.steered = agree(self.comm, lambda: SteeredRoutes(self.comm, mine))
 
     @property
     def format(self) -> str:
@@ -115,6 +121,7 @@ class Alltoallv:
         try:
             sbytes, sc, sd, rbytes, rc, rd = _arguments(sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, n)
             err = None
+            sc, sd, rc, rd = (_to_hosts(a, self.nodes) for a in (sc, sd, rc, rd))   # blocks by host, not by rank
         except A2AError as exc:                      # said on every rank below, never left hanging
             err, sc, rc = str(exc), np.zeros(n, np.int64), np.zeros(n, np.int64)
         table = np.empty((n, 2 * n + 1), np.int64)
@@ -148,6 +155,13 @@ class Alltoallv:
         for s in range(n):
             if s != me and counts[s, me]:
                 rbytes[rd[s]:rd[s] + counts[s, me]] = flat_o[out_off[s, me] * cb:out_off[s, me] * cb + counts[s, me]]
+
+
+def _to_hosts(per_rank: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+    """A per-rank array of ``comm``'s order reordered by the host each rank plays."""
+    out = np.empty_like(per_rank)
+    out[nodes] = per_rank
+    return out
 
 
 def _arguments(sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, n: int):
