@@ -3,7 +3,8 @@
 
 An MoE layer's demand matrix changes every step.  For each topology a sequence
 of ``--batches`` matrices is drawn from one layer (:func:`a2a_compiler.demand.zipf_demand`:
-the same experts and popularity, a new batch of tokens each step) and solved
+the same experts and popularity, a new batch of tokens each step; with
+``--placement``, a new expert placement each step, a far larger change) and solved
 
 * ``cold``: ``a2a_compiler.solve(..., "mcf-decomp", demand=D)``, what ``a2a solve
   --demand`` runs (interior point, per-source split, certificate), from scratch;
@@ -33,14 +34,15 @@ import time
 DEFAULT_SPECS = ("bipartite:4", "hypercube:4", "torus:4x4x4", "genkautz:64,4")
 
 
-def run(spec: str, batches: int, alpha: float) -> dict:
+def run(spec: str, batches: int, alpha: float, placement: bool = False) -> dict:
     from a2a_compiler.demand import zipf_demand
     from a2a_compiler.solve import solve
     from a2a_compiler.solve.resolve import Resolver
     from a2a_compiler.topology import from_spec
 
     topo = from_spec(spec)
-    demands = [zipf_demand(topo.n_hosts, alpha, seed=1, batch=b, tokens=1024) for b in range(batches)]
+    demands = [zipf_demand(topo.n_hosts, alpha, seed=1 + b if placement else 1, batch=0 if placement else b,
+                           tokens=1024) for b in range(batches)]
     resolver, lp_only = Resolver(topo), Resolver(topo)
     cold, warm, warm_lp, diff, iters = [], [], [], [], []
     for i, d in enumerate(demands):
@@ -60,6 +62,7 @@ def run(spec: str, batches: int, alpha: float) -> dict:
             raise SystemExit(f"bench_resolve: {spec} batch {i}: warm solution not certified (gap {b.gap:.2e})")
     later = slice(1, None)
     return {"spec": spec, "hosts": topo.n_hosts, "links": topo.n_links, "batches": batches, "alpha": alpha,
+            "new_placement_each_step": placement,
             "first_cold_s": cold[0], "first_warm_s": warm[0],
             "cold_median_s": statistics.median(cold[later]), "warm_median_s": statistics.median(warm[later]),
             "warm_lp_median_s": statistics.median(warm_lp[later]),
@@ -75,6 +78,8 @@ def main(argv=None) -> int:
     p.add_argument("--specs", nargs="+", default=list(DEFAULT_SPECS), metavar="SPEC")
     p.add_argument("--batches", type=int, default=10, help="matrices per topology (default 10)")
     p.add_argument("--alpha", type=float, default=1.0, help="expert-popularity skew (default 1)")
+    p.add_argument("--placement", action="store_true",
+                   help="a new expert placement (seed) every step instead of a new batch of tokens")
     p.add_argument("--json", action="store_true", help="one JSON object instead of the table")
     args = p.parse_args(argv)
     if args.batches < 2:
@@ -82,13 +87,14 @@ def main(argv=None) -> int:
     load = [os.getloadavg()[0]]
     rows = []
     for spec in args.specs:
-        rows.append(run(spec, args.batches, args.alpha))
+        rows.append(run(spec, args.batches, args.alpha, args.placement))
         print(f"bench_resolve: {spec} done", file=sys.stderr, flush=True)
     load.append(os.getloadavg()[0])
     if args.json:
         print(json.dumps({"load_average_1min": load, "results": rows}, indent=1))
         return 0
-    print(f"# {args.batches} Zipf(alpha={args.alpha:g}) batches per topology; medians over batches 2..; "
+    what = "placements" if args.placement else "batches"
+    print(f"# {args.batches} Zipf(alpha={args.alpha:g}) {what} per topology; medians over steps 2..; "
           f"load average {load[0]:.1f} -> {load[1]:.1f}")
     print(f"# {'topology':16s} {'hosts':>5s} {'cold s':>8s} {'warm s':>8s} {'warm LP s':>9s} {'x cold/warm':>11s} "
           f"{'x LP':>6s} {'iters 1st/warm':>15s} {'max dF/F':>9s}")

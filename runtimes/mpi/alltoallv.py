@@ -24,18 +24,14 @@ schedule has no chunks for) raise :class:`A2AError` on every rank.
 
 from __future__ import annotations
 
-import os
 from dataclasses import replace
 
 import numpy as np
-from mpi4py import MPI
 
 from a2a_compiler.errors import A2AError
 
-from .executor import _byte_view, agree, on_root, run_msccl, run_oneccl, run_paths
-from .plan import BUF_I, BUF_O, BUF_S, Forward, MscclPlan, PathPlan, build_plans, load_schedule
-from .rankmap import place_ranks
-from .steered import SteeredRoutes
+from .executor import Alltoall, _byte_view, run_msccl, run_oneccl, run_paths
+from .plan import BUF_I, BUF_O, BUF_S, Forward, MscclPlan, PathPlan
 
 
 def layout_counts(program, nranks: int, demand=None) -> np.ndarray | None:
@@ -63,15 +59,14 @@ def layout_counts(program, nranks: int, demand=None) -> np.ndarray | None:
     return program.counts()
 
 
-class Alltoallv:
+class Alltoallv(Alltoall):
     """A compiled schedule bound to a communicator, callable like ``comm.Alltoallv`` (mpi4py conventions).
 
-    ``schedule`` is a file path or a loaded program (rank 0's is used), as for
-    :class:`~runtimes.mpi.executor.Alltoall`; ``demand`` (a
-    :class:`~a2a_compiler.demand.Demand`) gives an MSCCL all-to-allv file its
-    buffer layout (MSCCL XML records none); ``rank_map`` and ``topology`` place
-    the ranks on the topology's hosts as for ``Alltoall`` (the counts and
-    buffers keep ``comm``'s rank order).  Construction is collective.
+    Constructed as :class:`~runtimes.mpi.executor.Alltoall` (the schedule, route
+    mode, steering, rank map; collective), plus ``demand`` (a
+    :class:`~a2a_compiler.demand.Demand`), which gives an MSCCL all-to-allv file
+    its buffer layout (MSCCL XML records none).  The counts and buffers keep
+    ``comm``'s rank order, the plans follow the hosts.
 
     ``a2a(sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls)``: block
     ``d`` of ``sendbuf`` (``sendcounts[d]`` elements at ``sdispls[d]``) goes to
@@ -84,36 +79,13 @@ class Alltoallv:
 
     def __init__(self, schedule, comm=None, *, route_mode: str = "relay", steering: dict | None = None,
                  demand=None, rank_map=None, topology=None):
-        comm = MPI.COMM_WORLD if comm is None else comm
-        names = None if rank_map is None else comm.gather(MPI.Get_processor_name())
+        self._demand = demand
+        super().__init__(schedule, comm, route_mode=route_mode, steering=steering, rank_map=rank_map,
+                         topology=topology)
 
-        def setup():
-            program = load_schedule(schedule)[1] if isinstance(schedule, (str, os.PathLike)) else schedule
-            plans = build_plans(program, comm.size, route_mode)
-            counts = layout_counts(program, comm.size, demand)
-            if steering is not None and (not isinstance(plans[0].body, PathPlan) or route_mode != "direct"):
-                raise A2AError("steered routes need an MPI path schedule run with route_mode='direct'")
-            nodes = place_ranks(rank_map, names, comm.size, topology)
-            return [(plans[n], counts, nodes) for n in nodes]  # rank r executes the plan of the host it plays
-
-        self.plan, self.counts, self.nodes = comm.scatter(on_root(comm, setup))
-        self.node = int(self.nodes[comm.rank])
-        self.comm = comm.Split(0, self.node)              # rank i: the process playing host i
-        self.steered = None
-        if steering is not None:
-            mine = {k: v for k, v in steering.items() if self.node in k[:2]}
-            self.steered = agree(self.comm, lambda: SteeredRoutes(self.comm, mine))
-
-    @property
-    def format(self) -> str:
-        return self.plan.format
-
-    def free(self) -> None:
-        """Release the duplicated communicator and any steered connections (collective)."""
-        if self.steered is not None:
-            self.steered.close()
-        if self.comm != MPI.COMM_NULL:
-            self.comm.Free()
+    def _program_layout(self, program, nranks: int):
+        """The chunks per pair of a link program's buffers (:func:`layout_counts`)."""
+        return layout_counts(program, nranks, self._demand)
 
     def __call__(self, sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls) -> None:
         p, comm = self.plan, self.comm
@@ -129,7 +101,7 @@ class Alltoallv:
         if table[:, -1].any():
             raise A2AError(err or f"rank {int(np.flatnonzero(table[:, -1])[0])}: invalid all-to-allv arguments")
         counts = table[:, :n]                        # counts[s, d]: bytes s sends d
-        _check(counts, table[:, n:2 * n], self.counts)
+        _check(counts, table[:, n:2 * n], self.layout)
         rbytes[rd[me]:rd[me] + counts[me, me]] = sbytes[sd[me]:sd[me] + counts[me, me]]
         body = p.body
         if isinstance(body, PathPlan):
@@ -140,7 +112,7 @@ class Alltoallv:
             else:
                 run_paths(plan, bufs, comm)
             return
-        T = self.counts
+        T = self.layout
         pos = T > 0
         cb = int(max(1, (-(-counts[pos] // T[pos])).max(initial=1)))   # chunk bytes: the largest ceil(c/T)
         in_off, out_off = np.cumsum(T, axis=1) - T, np.cumsum(T, axis=0) - T
