@@ -71,6 +71,15 @@ def test_msccl_only_for_balanced_matrices(tmp_path, capsys):
         "total, and this matrix's rows and columns differ; use the MPI path format (--emit mpi) or oneCCL-style "
         "XML (--emit oneccl)\n")
     assert not (tmp_path / "x.xml").exists()
+    idle = tmp_path / "idle.csv"                    # rank 0 sends nothing: refused for MSCCL, fine for paths
+    idle.write_text("0,0,0,0\n1,0,2,1\n3,1,0,1\n1,2,1,0\n")
+    assert main(["compile", "complete:4", "--emit", "msccl", "--demand", str(idle), "-q", "-o",
+                 str(tmp_path / "x.xml")]) == 2
+    assert capsys.readouterr().err == (
+        f"a2a compile: error: {idle}: rank 0 sends nothing, and MSCCL's fixed-size buffers need every rank to "
+        "send and receive the same total; use the MPI path format (--emit mpi) or oneCCL-style XML (--emit oneccl)\n")
+    assert main(["compile", "complete:4", "--emit", "mpi", "--demand", str(idle), "-q", "-o",
+                 str(tmp_path / "x.xml")]) == 0
 
 
 def test_balanced_integer_matrix_in_the_msccl_layout():
@@ -158,3 +167,11 @@ def test_testbed_predicts_each_links_bytes_for_the_counts():
     cb = int(max(-(-counts[T > 0] // T[T > 0])))
     padded = link_bytes(one.program, counts, T)
     assert all(v % cb == 0 for v in padded.values()) and sum(padded.values()) >= counts.sum()
+
+
+def test_a_matrix_and_its_multiples_compile_to_the_same_bytes():
+    tripled = Demand.from_array(ZIPF.matrix * 3)
+    assert tripled.sha256 == ZIPF.sha256
+    for emit in ("mpi", "oneccl"):
+        assert a2a_compiler.compile("hypercube:3", emit=emit, demand=tripled, max_chunks=4).data == \
+            a2a_compiler.compile("hypercube:3", emit=emit, demand=ZIPF, max_chunks=4).data
