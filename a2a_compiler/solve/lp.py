@@ -13,21 +13,25 @@ reporter, HiGHS's log lines arrive through its logging callback (never on the
 console) and become iteration/objective ticks.
 
 PDLP (cuPDLP-C) polls no interrupt callback and prints its log on the C
-``stdout``, so it runs in a child process instead (:func:`_run_pdlp`): Ctrl-C
-terminates the child, and the child's ``stdout`` — a pipe, never the
+``stdout``, so it runs in a child interpreter instead (:func:`_run_pdlp`):
+Ctrl-C kills the child, and the child's ``stdout`` — a pipe, never the
 command's own — is read for restart and iteration lines, which become ticks.
 """
 
 from __future__ import annotations
 
 import ctypes
-import multiprocessing
 import os
+import pickle
+import queue
 import re
 import signal
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import highspy
 import numpy as np
@@ -277,23 +281,13 @@ class _Outcome:
                                                           sol.col_dual)))
 
 
-def _pdlp_child(conn, settings: dict, model: tuple) -> None:
-    """Child process of :func:`_run_pdlp`: solve, forwarding cuPDLP-C's ``stdout`` lines, then the outcome."""
+def _pdlp_main(result_fd: int) -> None:
+    """The PDLP child process of :func:`_run_pdlp`: settings and model (pickled) on stdin; cuPDLP-C's log
+    on stdout, line by line; the :class:`_Outcome` (pickled) on ``result_fd``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)        # the parent takes Ctrl-C and terminates this process
-    read, write = os.pipe()
-    os.dup2(write, 1)
-    os.close(write)
+    settings, model = pickle.load(sys.stdin.buffer)
     libc = ctypes.CDLL(None)
     libc.setvbuf(ctypes.c_void_p.in_dll(libc, "stdout"), None, 1, 0)   # _IOLBF: every line as it is printed
-    lock = threading.Lock()
-
-    def forward():
-        with os.fdopen(read, "r", errors="replace") as lines:
-            for line in lines:
-                with lock:
-                    conn.send(("log", line))
-
-    threading.Thread(target=forward, daemon=True).start()
     h = quiet_highs()
     for key, value in settings.items():
         h.setOptionValue(key, value)
@@ -301,45 +295,60 @@ def _pdlp_child(conn, settings: dict, model: tuple) -> None:
         h.setOptionValue(key, value)                   # log_dev_level 1: cuPDLP-C reports its restarts
     _pass_model(h, *model)
     h.run()
-    out = _Outcome.of(h)
-    with lock:
-        conn.send(("done", out))
+    with os.fdopen(result_fd, "wb") as out:
+        pickle.dump(_Outcome.of(h), out, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def _run_pdlp(settings: dict, model: tuple, label: str, progress) -> _Outcome:
     """Run PDLP in a child process: Ctrl-C terminates it at once (cuPDLP-C polls no interrupt
-    callback), and its log, which cuPDLP-C prints on the C ``stdout``, becomes ``progress`` ticks
-    (``"{label}: iteration k, objective z"`` from iteration rows, ``"{label}: iteration k (restart)"``)."""
-    ctx = multiprocessing.get_context("forkserver")
-    receive, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_pdlp_child, args=(send, settings, model), name="pdlp", daemon=True)
-    proc.start()
-    send.close()
+    callback), and its log, which cuPDLP-C prints on the C ``stdout`` (the child's, a pipe), becomes
+    ``progress`` ticks (``"{label}: iteration k, objective z"`` from iteration rows,
+    ``"{label}: iteration k (restart)"``).  The child is a fresh interpreter (not a fork of this
+    process, whose HiGHS threads may hold locks), importing this package from where it is."""
+    read_fd, write_fd = os.pipe()
+    root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.Popen([sys.executable, "-c", f"from {__name__} import _pdlp_main; _pdlp_main({write_fd})"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            pass_fds=(write_fd,), env=env)
+    os.close(write_fd)
+    lines: queue.SimpleQueue = queue.SimpleQueue()
+    answer: list[bytes] = []
+
+    def read_result():
+        with os.fdopen(read_fd, "rb") as f:
+            answer.append(f.read())
+
+    def read_log():
+        for line in proc.stdout:
+            lines.put(line.decode(errors="replace"))
+
+    readers = [threading.Thread(target=t, daemon=True) for t in (read_result, read_log)]
+    for t in readers:
+        t.start()
     tick = tick_of(progress)
     try:
-        while True:
-            if not receive.poll(WAKE_INTERVAL):
-                continue
+        with proc.stdin:
+            pickle.dump((settings, model), proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+        while proc.poll() is None or not lines.empty():
             try:
-                kind, value = receive.recv()
-            except EOFError:
-                proc.join()
-                raise A2AError(f"{label}: the PDLP process ended without an answer (exit status {proc.exitcode})")
-            if kind == "done":
-                return value
-            m, r = _PDLP_ITERATION.match(value), _PDLP_RESTART.match(value)
+                line = lines.get(timeout=WAKE_INTERVAL)
+            except queue.Empty:
+                continue
+            m, r = _PDLP_ITERATION.match(line), _PDLP_RESTART.match(line)
             if tick is not None and m:
                 tick(f"{label}: iteration {int(m[1])}, objective {float(m[2]):.9g}")
             elif tick is not None and r:
                 tick(f"{label}: iteration {int(r[1])} (restart)")
-    finally:
-        if proc.is_alive():
-            proc.terminate()
-        proc.join(INTERRUPT_GRACE)
-        if proc.is_alive():
-            proc.kill()
-            proc.join()
-        receive.close()
+        for t in readers:
+            t.join()
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    if proc.returncode != 0 or not answer or not answer[0]:
+        raise A2AError(f"{label}: the PDLP process ended without an answer (exit status {proc.returncode})")
+    return pickle.loads(answer[0])
 
 
 def _canonical_vertex(c, A, row_lower, row_upper, col_lower, col_upper, maximize: bool, objective: float,
