@@ -8,6 +8,12 @@ in its own module of this package, citing the paper and section it implements,
 and registered in :data:`ENGINES`.  A :class:`~.result.RouteSet` holds weighted
 host-to-host paths (switch hops included), optional per-hop virtual channels
 and a layer per path; ``a2a routes`` chunks it into an MPI path schedule.
+
+The destination-based engines (:data:`TABLE_ENGINES`: OpenSM's and the
+papers' forwarding-table routings) return
+:class:`~.tables.ForwardingTables` instead, the InfiniBand LFTs as arrays;
+:func:`route_tables` gives them (checked), and :func:`route` traces them into
+a :class:`RouteSet` for the consumers that need per-pair paths.
 """
 
 from __future__ import annotations
@@ -37,17 +43,35 @@ ENGINES: dict[str, tuple[str, str]] = {
     "ugal": ("ugal", "ugal"),
     "fatpaths": ("fatpaths", "fatpaths"),
     "sf-layers": ("sf_layers", "sf_layers"),
+    "dfsssp": ("sssp", "dfsssp"),
+    "file": ("opensm", "lft_file"),
 }
+#: Engines that return forwarding tables (:class:`~.tables.ForwardingTables`).
+TABLE_ENGINES = ("sssp", "dfsssp", "dor", "ftree", "minhop", "sf-min", "fatpaths", "sf-layers", "file")
+
+
+def _engine(algo: str):
+    if algo not in ENGINES:
+        raise A2AError(f"unknown routing algorithm {algo!r}; choose one of {', '.join(ENGINES)}")
+    module, name = ENGINES[algo]
+    return getattr(importlib.import_module(f".{module}", __package__), name)
+
+
+def route_tables(topology: Topology, algo: str, fabric: Fabric | None = None, **options):
+    """The forwarding tables of destination-based engine ``algo`` (:data:`TABLE_ENGINES`), checked
+    (:meth:`~.tables.ForwardingTables.validate`)."""
+    if algo not in TABLE_ENGINES:
+        raise A2AError(f"{algo} is not a destination-based engine (forwarding tables: {', '.join(TABLE_ENGINES)})")
+    return _engine(algo)(topology, fabric or Fabric(), **options).validate()
 
 
 def route(topology: Topology, algo: str, fabric: Fabric | None = None, **options) -> RouteSet:
     """Route every ordered host pair of ``topology`` with engine ``algo``; the result is validated
-    (:meth:`RouteSet.validate`)."""
-    if algo not in ENGINES:
-        raise A2AError(f"unknown routing algorithm {algo!r}; choose one of {', '.join(ENGINES)}")
-    module, name = ENGINES[algo]
-    func = getattr(importlib.import_module(f".{module}", __package__), name)
-    return func(topology, fabric or Fabric(), **options).validate()
+    (:meth:`RouteSet.validate`).  A table engine's routes are traced from its tables (and keep them as
+    ``tables``)."""
+    if algo in TABLE_ENGINES:
+        return route_tables(topology, algo, fabric, **options).routes().validate()
+    return _engine(algo)(topology, fabric or Fabric(), **options).validate()
 
 
-__all__ = ["ENGINES", "route", "RouteSet", "RoutedPath"]
+__all__ = ["ENGINES", "TABLE_ENGINES", "route", "route_tables", "RouteSet", "RoutedPath"]

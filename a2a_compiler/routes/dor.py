@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import A2AError
 from ..fabric import Fabric
 from ..topology.model import Topology
-from .result import RoutedPath, RouteSet
+from .tables import ForwardingTables, from_next_nodes
 
 
 def grid_dims(topology: Topology) -> tuple[int, ...]:
@@ -36,21 +36,24 @@ def grid_dims(topology: Topology) -> tuple[int, ...]:
                    f"not {spec}")
 
 
-def dimension_order_path(coords: np.ndarray, dims: tuple[int, ...], strides: np.ndarray) -> tuple[int, ...]:
-    """Node ids visited from ``coords[0]`` to ``coords[1]`` correcting dimension 0 first."""
-    cur, goal = coords[0].copy(), coords[1]
-    nodes = [int(cur @ strides)]
-    for m, k in enumerate(dims):
-        off = int(goal[m] - cur[m]) % k
-        step = 1 if off <= k // 2 else -1
-        for _ in range(off if step > 0 else k - off):
-            cur[m] = (cur[m] + step) % k
-            nodes.append(int(cur @ strides))
-    return tuple(nodes)
+def dor_tables(coords: np.ndarray, dims: tuple[int, ...], strides: np.ndarray) -> np.ndarray:
+    """Next-node tables ``nxt[node, host]``: correct the first dimension that differs, the shorter way round
+    (``+`` on a tie)."""
+    n = len(coords)
+    cur, goal = coords[:, None, :], coords[None, :, :]
+    k = np.array(dims)
+    off = (goal - cur) % k
+    differ = off != 0
+    m = np.argmax(differ, axis=2)                                   # the first dimension that differs
+    o = np.take_along_axis(off, m[..., None], 2)[..., 0]
+    step = np.where(o <= k[m] // 2, 1, -1)
+    c = np.take_along_axis(np.broadcast_to(cur, off.shape), m[..., None], 2)[..., 0]
+    nxt = np.arange(n)[:, None] + ((c + step) % k[m] - c) * strides[m]
+    return np.where(differ.any(2), nxt, -1)
 
 
-def dor(topology: Topology, fabric: Fabric | None = None, *, progress=None) -> RouteSet:
-    """One dimension-ordered route per host pair on ``torus:...`` or ``hypercube:D``.
+def dor(topology: Topology, fabric: Fabric | None = None, *, progress=None) -> ForwardingTables:
+    """Dimension-ordered tables on ``torus:...`` or ``hypercube:D``.
 
     Torus node ids are row-major over the coordinates (as the generator numbers
     them), hypercube ids are bit vectors with bit ``b`` the coordinate of
@@ -67,7 +70,5 @@ def dor(topology: Topology, fabric: Fabric | None = None, *, progress=None) -> R
     else:
         strides = np.array([int(np.prod(dims[m + 1:])) for m in range(len(dims))], dtype=np.int64)
         coords = (ids[:, None] // strides) % np.array(dims)
-    paths = tuple(RoutedPath(s, d, dimension_order_path(coords[[s, d]], dims, strides), 1.0)
-                  for s in range(n) for d in range(n) if s != d)
-    return RouteSet("dor", topology, fabric, paths, timings={"route": time.perf_counter() - t0},
-                    info={"dims": list(dims)})
+    return from_next_nodes("dor", topology, fabric, dor_tables(coords, dims, np.asarray(strides)),
+                           timings={"route": time.perf_counter() - t0}, info={"dims": list(dims)})

@@ -158,17 +158,20 @@ class RoutedSchedule:
 
 def route_schedule(topology: Topology, algo: str, fabric: Fabric | None = None, *, deadlock: str | None = None,
                    max_layers: int | None = None, max_chunks: int = DEFAULT_MAX_CHUNKS, mcf_time: float | None = None,
-                   name: str | None = None, progress=None, **options) -> RoutedSchedule:
+                   name: str | None = None, progress=None, routes: RouteSet | None = None,
+                   **options) -> RoutedSchedule:
     """Route, chunk, layer, lower and price: the library entry point behind ``a2a routes``.
 
     ``options`` go to the engine (e.g. ``time_limit=``, ``eps=``); ``mcf_time``
-    skips the link-MCF solve when the caller knows it.  Raises
+    skips the link-MCF solve when the caller knows it; ``routes`` skips the
+    engine (routes the caller already has, e.g. traced from tables).  Raises
     :class:`A2AError` for bad input, an engine failure or too many layers.
     """
     fabric = fabric or Fabric()
     timings = {}
     t0 = time.perf_counter()
-    routes = route(topology, algo, fabric, progress=progress, **options)
+    if routes is None:
+        routes = route(topology, algo, fabric, progress=progress, **options)
     t1 = time.perf_counter()
     timings["route"] = t1 - t0
     if progress:

@@ -325,7 +325,8 @@ def var_ary_tree(k0: int, arities: tuple[int, ...], width=1, *, merge: int = 1, 
     ``n = len(arities) + 1`` switch levels, each with ``prod(arities)`` switches
     ``(r, S_{n-2} .. S_0)``, ``S_j in 0..M_j-1`` (``M_j = arities[j]``).  Switches
     at levels r and r+1 are joined iff their digits agree except digit r, by a
-    port group of ``width`` parallel cables (one link of capacity ``width``;
+    port group of ``width`` parallel cables (one link of capacity ``width``
+    carrying ``cables = width``, see :mod:`..topology.model`;
     ``width`` may also give one value per level pair, so a tree can have a
     reduced CBB on one stage only).  Leaf switch ``I_S = sum_i S_i P_i``
     (``P_i = prod_{j<i} M_j``) carries hosts ``K_0 I_S .. K_0 I_S + K_0 - 1``
@@ -394,7 +395,9 @@ def var_ary_tree(k0: int, arities: tuple[int, ...], width=1, *, merge: int = 1, 
         nh, n_sw = hosts, int(keep[nh:].sum())
     else:
         n_sw = sum(count)
-    return Topology.from_links(spec, nh, pairs, n_switches=n_sw, capacity=caps, names=names, notes=notes)
+    cables = caps.astype(np.int64) if np.any(caps > 1) else None
+    return Topology.from_links(spec, nh, pairs, n_switches=n_sw, capacity=caps, names=names, notes=notes,
+                               cables=cables)
 
 
 def fattree(k: int, n: int, *, merge: int = 1, hosts: int | None = None) -> Topology:

@@ -77,6 +77,14 @@ def _file(pos, kw, spec):
     return load_topology_file(pos[0])
 
 
+def _ibnet(pos, kw, spec):
+    from .ibnet import load_ibnet
+
+    if len(pos) != 1 or kw or not pos[0]:
+        raise SpecError(f"{spec}: expected ibnet:PATH (an ibnetdiscover output file)")
+    return load_ibnet(pos[0])
+
+
 FAMILIES: dict[str, Family] = {
     f.name: f
     for f in [
@@ -105,6 +113,8 @@ FAMILIES: dict[str, Family] = {
         Family("vartree", "vartree:K0,M0,M1,...[,w=W|W0xW1x...][,merge=M][,hosts=H]  (var-ary-n-tree)",
                "vartree:4,2,2", _vartree),
         Family("file", "file:PATH  (JSON topology or edge list)", "file:my.json", _file),
+        Family("ibnet", "ibnet:PATH  (ibnetdiscover output: switches, CA ports, GUIDs, ports, cables)",
+               "ibnet:fabric.txt", _ibnet),
     ]
 }
 
@@ -114,7 +124,7 @@ def parse_spec(spec: str) -> tuple[str, list[str], dict[str, str]]:
     spec = spec.strip()
     family, _, rest = spec.partition(":")
     family = family.strip().lower()
-    if family == "file":
+    if family in ("file", "ibnet"):
         return family, [rest], {}
     pos: list[str] = []
     kw: dict[str, str] = {}
