@@ -17,6 +17,7 @@ import numpy as np
 from ..errors import A2AError
 from ..fabric import Fabric
 from ..topology.model import Topology
+from .routers import host_tables, router_view
 from .tables import ForwardingTables, from_next_nodes
 
 
@@ -26,13 +27,13 @@ def grid_dims(topology: Topology) -> tuple[int, ...]:
     Anything else, a punctured torus included, raises :class:`A2AError`.
     """
     spec = topology.spec
-    m = re.fullmatch(r"torus:(\d+(?:x\d+)*)", spec)
+    m = re.fullmatch(r"torus:(\d+(?:x\d+)*)(?:,p=\d+)?", spec)
     h = re.fullmatch(r"hypercube:(\d+)", spec)
     if m:
         return tuple(int(k) for k in m.group(1).split("x"))
     if h:
         return (2,) * int(h.group(1))
-    raise A2AError(f"dor: dimension-order routing needs a torus or a hypercube (torus:AxBx..., hypercube:D), "
+    raise A2AError(f"dor: dimension-order routing needs a torus or a hypercube (torus:AxBx...[,p=P], hypercube:D), "
                    f"not {spec}")
 
 
@@ -53,16 +54,20 @@ def dor_tables(coords: np.ndarray, dims: tuple[int, ...], strides: np.ndarray) -
 
 
 def dor(topology: Topology, fabric: Fabric | None = None, *, progress=None) -> ForwardingTables:
-    """Dimension-ordered tables on ``torus:...`` or ``hypercube:D``.
+    """Dimension-ordered tables on ``torus:...[,p=P]`` or ``hypercube:D``.
 
-    Torus node ids are row-major over the coordinates (as the generator numbers
-    them), hypercube ids are bit vectors with bit ``b`` the coordinate of
+    Torus routers are numbered row-major over the coordinates (as the generator
+    numbers them), hypercube ids are bit vectors with bit ``b`` the coordinate of
     dimension ``b``; e-cube order on a hypercube is therefore lowest bit first.
+    With hosts on the routers (``p > 0``) a router hands a host's traffic to the
+    host's router by dimension order.
     """
     fabric = fabric or Fabric()
     dims = grid_dims(topology)
     t0 = time.perf_counter()
-    n = topology.n_hosts
+    view = router_view(topology)
+    routers = view.routers
+    n = len(routers)
     ids = np.arange(n)
     if topology.spec.startswith("hypercube:"):
         coords = (ids[:, None] >> np.arange(len(dims))) & 1
@@ -70,5 +75,8 @@ def dor(topology: Topology, fabric: Fabric | None = None, *, progress=None) -> F
     else:
         strides = np.array([int(np.prod(dims[m + 1:])) for m in range(len(dims))], dtype=np.int64)
         coords = (ids[:, None] // strides) % np.array(dims)
-    return from_next_nodes("dor", topology, fabric, dor_tables(coords, dims, np.asarray(strides)),
+    local = dor_tables(coords, dims, np.asarray(strides))          # router index -> router index
+    nxt = np.full((topology.n_nodes, topology.n_nodes), -1, dtype=np.int64)
+    nxt[np.ix_(routers, routers)] = np.where(local >= 0, routers[np.maximum(local, 0)], -1)
+    return from_next_nodes("dor", topology, fabric, host_tables(view, nxt),
                            timings={"route": time.perf_counter() - t0}, info={"dims": list(dims)})

@@ -201,24 +201,24 @@ _ROW = re.compile(r"^0x([0-9a-fA-F]+)\s+(\d+)\b(.*)$")
 _PORTGUID = re.compile(r"portguid 0x([0-9a-fA-F]+)")
 
 
-def read_dump(text: str, topology: Topology, fabric: Fabric | None = None, source: str = "<dump>",
-              algo: str = "file") -> ForwardingTables:
-    """The tables of an ``opensm-lfts.dump`` (ours, OpenSM's, or ``dump_lfts`` output) on ``topology``.
+def parse_dump(text: str, topology: Topology, source: str = "<dump>") -> np.ndarray:
+    """Every row of an ``opensm-lfts.dump`` (ours, OpenSM's, or ``dump_lfts`` output) on ``topology``, as an
+    ``(rows, 4)`` array ``(switch, destination node, LID offset, cable)``, sorted; cable ``-1``: port 0 (the
+    switch itself).
 
-    Destinations are found by portguid; a host's rows with ``k`` distinct LIDs
-    are its LID offsets ``0 .. k-1`` (the layers).  Hosts' own rows (CAs have no
-    table) are their single cable.  Raises :class:`FormatError` in one line for
-    a malformed or corrupted dump, and the checks of
-    :meth:`~.tables.ForwardingTables.validate` (missing entries, loops).
+    Switches and destinations are found by GUID; a destination's ``k``
+    distinct LIDs in the file are its LID offsets ``0 .. k-1``; port 255 (no
+    path) rows are skipped.  Raises :class:`FormatError` in one line naming the
+    switch for a port it does not have or has no cable on, port 0 for another
+    destination, or a GUID the fabric does not know.
     """
     t = topology
     require_infiniband(t)
-    nh = t.n_hosts
     guids = node_guids(t)
     node_of = {g: i for i, g in enumerate(guids)}
     ports = t.cable_of_port()
     count = t.port_count
-    entries: dict[tuple[int, int, int], tuple[int, int]] = {}     # (switch, dest, lid) -> (cable, line)
+    rows: dict[tuple[int, int], tuple[int, int]] = {}          # (switch, lid) -> (dest, cable)
     sw = None
     for lineno, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
@@ -227,7 +227,7 @@ def read_dump(text: str, topology: Topology, fabric: Fabric | None = None, sourc
         if m:
             g = int(m.group(1), 16)
             sw = node_of.get(g)
-            if sw is None or sw < nh:
+            if sw is None or sw < t.n_hosts:
                 raise FormatError(f"{where}: switch guid 0x{g:016x} is not a switch of {t.spec}")
             continue
         m = _ROW.match(line)
@@ -250,26 +250,36 @@ def read_dump(text: str, topology: Topology, fabric: Fabric | None = None, sourc
             if d != sw:
                 raise FormatError(f"{where}: {_switch(t, sw)} sends LID 0x{lid:04x} ({t.names[d]}) to port 0, "
                                   "itself")
-            continue
-        c = int(ports[sw, p]) if p < ports.shape[1] else -1
-        if c < 0:
-            raise FormatError(f"{where}: {_switch(t, sw)}: port {p} has no cable")
-        entries[(sw, d, lid)] = (c, lineno)
-    if not entries:
+            c = -1
+        else:
+            c = int(ports[sw, p]) if p < ports.shape[1] else -1
+            if c < 0:
+                raise FormatError(f"{where}: {_switch(t, sw)}: port {p} has no cable")
+        rows[(sw, lid)] = (d, c)
+    if not rows:
         raise FormatError(f"{source}: no switch tables (no 'Unicast lids ... guid 0x...' rows)")
-    keys = np.array(list(entries.keys()), dtype=np.int64)
-    cab = np.array([v[0] for v in entries.values()], dtype=np.int64)
-    host = keys[:, 1] < nh
-    keys, cab = keys[host], cab[host]
-    # LID offsets: rank of a LID among the LIDs the file gives its port
-    base = np.full(nh, np.iinfo(np.int64).max)
-    np.minimum.at(base, keys[:, 1], keys[:, 2])
-    offset = keys[:, 2] - base[keys[:, 1]]
-    layers = int(offset.max(initial=0)) + 1
+    key = np.array(list(rows.keys()), dtype=np.int64).reshape(-1, 2)
+    val = np.array(list(rows.values()), dtype=np.int64).reshape(-1, 2)
+    base = np.full(t.n_nodes, np.iinfo(np.int64).max)
+    np.minimum.at(base, val[:, 0], key[:, 1])
+    out = np.stack([key[:, 0], val[:, 0], key[:, 1] - base[val[:, 0]], val[:, 1]], 1)
+    return out[np.lexsort(out.T[::-1])]
+
+
+def read_dump(text: str, topology: Topology, fabric: Fabric | None = None, source: str = "<dump>",
+              algo: str = "file") -> ForwardingTables:
+    """The host-destination tables of a dump (:func:`parse_dump`); hosts' own rows (CAs have no table) are
+    their single cable.  Raises as :func:`parse_dump` and
+    :meth:`~.tables.ForwardingTables.validate` (missing entries, loops)."""
+    t = topology
+    nh = t.n_hosts
+    rows = parse_dump(text, t, source)
+    rows = rows[rows[:, 1] < nh]
+    layers = int(rows[:, 2].max(initial=0)) + 1
     if layers > 128:
         raise FormatError(f"{source}: host LIDs spread over {layers} offsets; LMC allows 128")
     table = np.full((layers, t.n_nodes, nh), -1, dtype=np.int32)
-    table[offset, keys[:, 0], keys[:, 1]] = cab
+    table[rows[:, 2], rows[:, 0], rows[:, 1]] = rows[:, 3]
     csrc = t.src[t.cable_link]
     host_cable = np.flatnonzero(csrc < nh)
     table[:, csrc[host_cable]] = host_cable[None, :, None]

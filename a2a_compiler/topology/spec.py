@@ -50,9 +50,10 @@ def _call(build, pos, kw, spec, names, keys=None):
 
 
 def _torus(pos, kw, spec):
-    if len(pos) != 1 or kw:
-        raise SpecError(f"{spec}: expected torus:K1xK2x..., e.g. torus:3x3x3")
-    return gen.torus(tuple(_int(k, f"k{m + 1}", spec) for m, k in enumerate(pos[0].split("x"))))
+    if len(pos) != 1 or set(kw) - {"p"}:
+        raise SpecError(f"{spec}: expected torus:K1xK2x...[,p=P], e.g. torus:3x3x3")
+    p = _int(kw["p"], "p", spec) if "p" in kw else 0
+    return gen.torus(tuple(_int(k, f"k{m + 1}", spec) for m, k in enumerate(pos[0].split("x"))), p)
 
 
 def _fattree(pos, kw, spec):
@@ -95,7 +96,8 @@ FAMILIES: dict[str, Family] = {
         Family("hypercube", "hypercube:d", "hypercube:3", lambda p, k, s: gen.hypercube(*_args(p, k, s, ["d"])[0])),
         Family("twisted-hypercube", "twisted-hypercube:d", "twisted-hypercube:3",
                lambda p, k, s: gen.twisted_hypercube(*_args(p, k, s, ["d"])[0])),
-        Family("torus", "torus:K1xK2x...", "torus:3x3x3", _torus),
+        Family("torus", "torus:K1xK2x...[,p=P]  (p hosts per router; default 0: routers are hosts)", "torus:3x3x3",
+               _torus),
         Family("petersen", "petersen", "petersen", lambda p, k, s: (_args(p, k, s, []), gen.petersen())[1]),
         Family("genkautz", "genkautz:N,d", "genkautz:64,4", lambda p, k, s: gen.genkautz(*_args(p, k, s, ["N", "d"])[0])),
         Family("slimfly", "slimfly:q[,p=P]  (q prime power; default p=ceil(k'/2); p=0: routers are hosts)",
