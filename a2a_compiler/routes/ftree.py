@@ -419,7 +419,8 @@ def _levels_and_digits(tree: FatTree) -> tuple[np.ndarray, np.ndarray]:
 
 
 def zahavi_tables(tree: FatTree) -> np.ndarray:
-    """The fast path: next-node tables ``nxt[node, host]`` of a 2- or 3-level tree, vectorised per level.
+    """The fast path: the switches' cable table ``(n_nodes, n_hosts)`` of a 2- or 3-level tree of single
+    cables, vectorised per level (host rows left empty).
 
     Only the ascents run per destination (the least counted up cable, ties to
     the lower tuple).  Then, for destination ``d`` on leaf ``l`` with ascent
@@ -465,7 +466,8 @@ def zahavi_tables(tree: FatTree) -> np.ndarray:
                 usage[cab[i]] += 1
                 c = int(above[i])
                 ups[host, j] = digits[c, j]
-    nxt = np.full((t.n_nodes, nh), -1, dtype=np.int64)
+    table = np.full((t.n_nodes, nh), -1, dtype=np.int32)
+    key = t.src * t.n_nodes + t.dst
     dl = digits[leaf_of]                                      # (nh, n-1): the destination leaf's digits
     hosts = np.arange(nh)
     for i in range(n):
@@ -483,12 +485,15 @@ def zahavi_tables(tree: FatTree) -> np.ndarray:
                 root = np.where(mine, ups[None, :, 1], pref[hosts[None, :], X[:, :, 0]])
                 target = np.where(cone, down, lookup[2, code[x][:, None] + (root - X[:, :, 1]) * stride[1]])
         target = np.where(target == -2, hosts[None, :], target)
-        if np.any(target < 0):
-            a, b = np.argwhere(target < 0)[0]
+        want = x[:, None] * t.n_nodes + target
+        link = np.minimum(np.searchsorted(key, want), len(key) - 1)
+        bad = (target < 0) | (key[link] != want)
+        if bad.any():
+            a, b = np.argwhere(bad)[0]
             raise _fail(t, f"{node_label(t, int(x[a]))} has no cable to the switch that host {t.names[b]}'s "
                            "routing needs")
-        nxt[x] = target
-    return nxt
+        table[x] = t.cable_ptr[link]                          # single cables: the link's cable
+    return table
 
 
 def ftree_tables(topology: Topology, *, exact: bool | None = None) -> tuple[np.ndarray, FatTree, bool]:
@@ -497,14 +502,12 @@ def ftree_tables(topology: Topology, *, exact: bool | None = None) -> tuple[np.n
     ``exact=None`` takes the fast path where it applies; ``True`` always runs
     :func:`route_exact`; ``False`` insists on the fast path.
     """
-    from .tables import pin_cables
-
     tree = fat_tree(topology)
     fast = fast_path_applies(tree) if exact is None else not exact
     if fast:
         if not fast_path_applies(tree):
             raise _fail(topology, "the fast path needs single cables and full leaves")
-        table = pin_cables(topology, zahavi_tables(tree))
+        table = zahavi_tables(tree)
         _host_rows(topology, table)
     else:
         table = route_exact(tree)

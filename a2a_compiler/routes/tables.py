@@ -105,19 +105,21 @@ def _cables_by_port(topology: Topology) -> np.ndarray:
     return order.astype(np.int64)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Measurement:
     """What :meth:`ForwardingTables.measure` counts, per cable.
 
     ``loads[c]``: shards on directed cable ``c`` in the all-to-all (unit demand
     per ordered host pair); ``alltoall_time``: the cost model's time of one step
     carrying them (max load over cable capacity, host terms with a host
-    bandwidth); ``shift``: the congestion of every shift stage.
+    bandwidth); ``shift``: the congestion of every shift stage; ``dependencies``:
+    the channel dependency graph over (cable, virtual lane) of every route.
     """
 
     loads: np.ndarray
     alltoall_time: float
     shift: PatternCongestion
+    dependencies: ChannelDependencyGraph
 
 
 @dataclass(frozen=True, eq=False)
@@ -237,43 +239,143 @@ class ForwardingTables:
         return src, dst, layer, w, stage
 
     def _stage_blocks(self):
-        """Blocks of shift stages whose routes' hops fit :data:`BLOCK_HOPS` (routes of up to 8 hops)."""
+        """Blocks of shift stages whose routes' hops fit :data:`BLOCK_HOPS`."""
         nh = self.topology.n_hosts
-        step = max(1, min(nh - 1, BLOCK_HOPS // max(nh * self.layers * 8, 1)))
+        hops = self.point_paths.shape[-1] + 1
+        step = max(1, min(nh - 1, BLOCK_HOPS // max(nh * self.layers * hops, 1)))
         for first in range(1, nh, step):
             yield first, min(nh, first + step)
 
+    @cached_property
+    def _points(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(points, index, prefix)``: the attachment points (a leaf host's switch, or the host itself), each
+        host's point index, and the cable from a leaf host to its switch (``-1``: the host is its own point)."""
+        from ..topology.metrics import attachment
+
+        t = self.topology
+        a, o = attachment(t)
+        points, index = np.unique(a, return_inverse=True)
+        first = np.searchsorted(t.src[t.cable_link], np.arange(t.n_hosts))
+        prefix = np.where(o == 1, np.minimum(first, max(t.n_cables - 1, 0)), -1)
+        return points, index.reshape(-1), prefix
+
+    @cached_property
+    def point_paths(self) -> np.ndarray:
+        """``(layers, points, hosts, hops)``: the cables of the route from every attachment point to every host
+        (``-1``-padded).  A host's route is its cable to its switch, then its switch's path: every route is
+        traced once per (switch, destination), not once per pair."""
+        t = self.topology
+        points, _, _ = self._points
+        nh, P = t.n_hosts, len(points)
+        src = np.repeat(points, nh)
+        dst = np.tile(np.arange(nh), P)
+        keep = np.flatnonzero(src != dst)
+        per_layer = []
+        for layer in range(self.layers):
+            hops = list(self.walk(src[keep], dst[keep], np.full(len(keep), layer)))
+            out = np.full((P * nh, max(len(hops), 1)), -1, dtype=np.int32)
+            for h, (idx, c) in enumerate(hops):
+                out[keep[idx], h] = c
+            per_layer.append(out)
+        width = max(x.shape[1] for x in per_layer)
+        out = np.full((self.layers, P, nh, width), -1, dtype=np.int32)
+        for layer, x in enumerate(per_layer):
+            out[layer, :, :, :x.shape[1]] = x.reshape(P, nh, -1)
+        return out
+
+    def _routes_of(self, src, dst, layer) -> np.ndarray:
+        """``(pairs, hops)`` cables of each pair's route (``-1``-padded) from :attr:`point_paths`."""
+        _, index, prefix = self._points
+        rest = self.point_paths[0 if layer is None else layer, index[src], dst]
+        return np.concatenate([prefix[src][:, None], rest], 1)
+
+    def _lanes_of(self, cab: np.ndarray, src, dst, layer) -> np.ndarray:
+        """The virtual lane of every hop of ``cab`` (routes as :meth:`_routes_of` gives them)."""
+        t = self.topology
+        if self.hop_vc is not None:
+            link = t.cable_link[np.maximum(cab, 0)]
+            router_hop = (cab >= 0) & self.hop_vc[t.src[link]] & self.hop_vc[t.dst[link]]
+            return np.where(router_hop, np.cumsum(router_hop, 1) - 1, 0)
+        if self.lanes is None:
+            return np.zeros(cab.shape, dtype=np.int64)
+        lane = self.lanes[0 if layer is None else layer, src, dst]
+        return np.broadcast_to(lane[:, None], cab.shape)
+
     def measure(self) -> Measurement:
-        """All-to-all loads and time, and shift congestion, per cable, in one pass (module docstring)."""
+        """All-to-all loads and time, shift congestion and channel dependencies, per cable, in one pass over the
+        shift stages (module docstring)."""
         t = self.topology
         nh, nc = t.n_hosts, t.n_cables
         model = CostModel(t.src[t.cable_link], self._cable_dst, t.cable_capacity, nh, self.fabric)
         total = np.zeros(model.width)
         per_stage = np.zeros(max(nh - 1, 0))
-        cap = t.cable_capacity
+        inv_cap = 1.0 / t.cable_capacity
+        deps = _Dependencies(t, self.n_lanes)
+        unit = bool(np.all(inv_cap == 1.0))
+        _, index, prefix = self._points
+        paths = self.point_paths
+        padded = np.where(paths >= 0, paths, nc)              # padding hops count on a dummy cable nc, dropped
+        pre_padded = np.where(prefix >= 0, prefix, nc)
         for first, last in self._stage_blocks():
             src, dst, layer, w, stage = self._pairs_of_stages(first, last)
-            codes, weights, hosts = [], [], []
-            rel = (stage - first).astype(np.int64) * nc
-            for idx, c in self.walk(src, dst, layer):
-                codes.append(rel[idx] + c)
-                if w is not None:
-                    weights.append(w[idx])
-                if model.hosts_limited:
-                    hosts.append((idx, c))
             k = last - first
-            code = np.concatenate(codes) if codes else np.zeros(0, np.int64)
-            load = np.bincount(code, weights=np.concatenate(weights) if w is not None and codes else None,
-                               minlength=k * nc).reshape(k, nc)
-            per_stage[first - 1:last - 1] = (load / cap).max(1, initial=0.0)
+            rest = padded[0 if layer is None else layer, index[src], dst]
+            pre = pre_padded[src]
+            base = (stage - first).astype(np.int64) * (nc + 1)
+            code = np.concatenate([(base[:, None] + rest).reshape(-1), base + pre])
+            weight = None if w is None else np.concatenate([np.repeat(w, rest.shape[1]), w])
+            load = np.bincount(code, weights=weight, minlength=k * (nc + 1)).reshape(k, nc + 1)[:, :nc]
+            per_stage[first - 1:last - 1] = (load if unit else load * inv_cap).max(1, initial=0.0)
             total[:nc] += load.sum(0)
-            for idx, c in hosts:
-                hops, res = model.hop_resources(c, model.src[c], model.dst[c], src[idx], dst[idx])
+            if model.hosts_limited or self.lanes is not None:
+                cab = np.concatenate([pre[:, None], rest], 1)
+                cab[cab >= nc] = -1
+            if model.hosts_limited:
+                rows = np.nonzero(cab >= 0)[0]
+                c = cab[cab >= 0].astype(np.int64)
+                hops, res = model.hop_resources(c, model.src[c], model.dst[c], src[rows], dst[rows])
                 extra = res >= nc
-                total += np.bincount(res[extra], weights=None if w is None else w[idx][hops[extra]],
+                total += np.bincount(res[extra], weights=None if w is None else w[rows][hops[extra]],
                                      minlength=model.width)
+            if self.lanes is not None:                        # lanes per pair: every route's own dependencies
+                deps.add(cab, self._lanes_of(cab, src, dst, layer))
+        if self.lanes is None:                                # a route's lanes follow from its path alone
+            self._path_dependencies(deps)
         time = stepped_time(total[None, :], model.capacity, 1)[0] if nh > 1 else 0.0
-        return Measurement(total[:nc], time, PatternCongestion("shift", per_stage))
+        return Measurement(total[:nc], time, PatternCongestion("shift", per_stage), deps.graph())
+
+    def _path_dependencies(self, deps: "_Dependencies") -> None:
+        """Dependencies of routes whose lanes depend on the path only: along every (switch, destination) path,
+        and from each host's cable into its switch onto that switch's first cable towards every other host."""
+        t = self.topology
+        points, index, prefix = self._points
+        paths = self.point_paths
+        for layer in range(self.layers):
+            P, nh, H = paths.shape[1:]
+            flat = paths[layer].reshape(P * nh, H)
+            for lo in range(0, len(flat), max(1, BLOCK_HOPS // max(H, 1))):
+                part = flat[lo:lo + BLOCK_HOPS // max(H, 1)]
+                deps.add(part, self._lanes_of(part, None, None, None))
+            leaf = np.flatnonzero(prefix >= 0)                # hosts with a cable into their switch
+            if not len(leaf):
+                continue
+            # each leaf host's cable into its switch, then any first cable of its switch's paths except the one
+            # back to the host itself (no host sends to itself)
+            nc = t.n_cables
+            first = paths[layer, :, :, 0]
+            mark = np.zeros(P * nc, dtype=bool)
+            pt, d = np.nonzero(first >= 0)
+            mark[pt * nc + first[pt, d]] = True
+            pt, f = np.divmod(np.flatnonzero(mark), nc)
+            count = np.bincount(pt, minlength=P)
+            start = np.concatenate([[0], np.cumsum(count)])[:-1]
+            n_of = count[index[leaf]]
+            h = np.repeat(leaf, n_of)
+            pos = np.arange(len(h)) - np.repeat(np.cumsum(n_of) - n_of, n_of) + np.repeat(start[index[leaf]], n_of)
+            b = f[pos]
+            keep = b != t.cable_reverse[prefix[h]]
+            pair = np.stack([prefix[h][keep], b[keep]], 1)
+            deps.add(pair, self._lanes_of(pair, None, None, None))
 
     # ----------------------------------------------------------- checking
     def validate(self) -> "ForwardingTables":
@@ -319,57 +421,44 @@ class ForwardingTables:
         return self
 
     def _check_loops(self, layer: int, d: np.ndarray, blk: np.ndarray) -> None:
-        """Every entry of destination block ``d`` reaches its host: the next-node map is iterated (a few steps
-        reach the host on any sensible fabric), then doubled until every walk has covered all nodes."""
+        """Every entry of destination block ``d`` reaches its host.  Only nodes that are some entry's next hop
+        can lie on a loop, so the next-node map is iterated on those alone (a few steps reach the host on any
+        sensible fabric, then the steps double until every walk has covered all nodes); every other node's
+        walk is its next hop's."""
         t = self.topology
         n = t.n_nodes
         cols = np.arange(len(d))
-        nxt = np.where(blk >= 0, self._cable_dst[np.maximum(blk, 0)], n)   # a dead end: node n, which stays
-        nxt[d, cols] = d                                                     # a host is its own end
-        nxt = np.vstack([nxt, np.full((1, len(d)), n)])
-        cur, walked = nxt, 1
-        done = lambda c: np.all((c == d[None, :]) | (c == n))               # noqa: E731
-        while not done(cur) and walked < 32:
-            cur, walked = np.take_along_axis(nxt, cur, 0), walked + 1
-        while not done(cur) and walked <= n:
+        nxt = np.where(blk >= 0, self._cable_dst[np.maximum(blk, 0)], n).astype(np.int32)   # dead end: node n
+        nxt[d, cols] = d                                                   # a host is its own end
+        hop = np.zeros(n + 1, dtype=bool)
+        hop[nxt] = True
+        hop[n] = True
+        rows = np.flatnonzero(hop)
+        pos = np.full(n + 1, -1, dtype=np.int32)
+        pos[rows] = np.arange(len(rows), dtype=np.int32)
+        sub = np.vstack([pos[nxt[rows[:-1]]], np.full((1, len(d)), pos[n], dtype=np.int32)])
+        goal = pos[d][None, :]
+        done = lambda c: np.all((c == goal) | (c == pos[n]))              # noqa: E731
+        cur, walked = sub, 1
+        while walked < 32 and not done(cur):
+            cur = np.take_along_axis(sub, cur, 0)
+            cur = np.take_along_axis(sub, cur, 0)
+            walked += 2
+        while walked <= n and not done(cur):
             cur, walked = np.take_along_axis(cur, cur, 0), 2 * walked
-        looping = (cur[:n] != d[None, :]) & (cur[:n] != n) & (blk >= 0)
+        end = np.take_along_axis(cur, pos[nxt], 0)
+        looping = (end != goal) & (end != pos[n]) & (blk >= 0)
         if looping.any():
             u, j = np.argwhere(looping)[0]
-            on_cycle = int(cur[u, j])                         # the walk has covered all nodes: it is in the loop
+            on_cycle = int(rows[end[u, j]])                   # the walk has covered all nodes: it is in the loop
             raise A2AError(f"{self.algo}: forwarding loop for host {t.names[d[j]]} through "
-                           f"{node_label(t, on_cycle)}"
-                           + (f" (layer {layer})" if self.layers > 1 else ""))
+                           f"{node_label(t, on_cycle)}" + (f" (layer {layer})" if self.layers > 1 else ""))
 
     # ----------------------------------------------------- virtual lanes
-    def dependencies(self) -> ChannelDependencyGraph:
-        """Channel dependencies over (cable, virtual lane) of every route the tables carry.
-
-        With one lane per route and no per-hop VCs, a dependency at node ``u``
-        towards host ``d`` is (the cable into ``u``, ``u``'s entry for ``d``) for
-        every neighbour whose entry for ``d`` some route uses; these are marked in a
-        boolean (node, in-port, out-port) array, destination block by block, so
-        no per-route object is built.  Otherwise the routes are traced.
-        """
-        t = self.topology
-        if self.lanes is None and self.hop_vc is None and self.share is None and self.layers == 1:
-            return self._table_dependencies()
-        deps = set()
-        lanes_of = []
-        for first, last in self._stage_blocks():
-            src, dst, layer, _, _ = self._full_pairs(first, last)
-            nodes, cab = self.trace(src, dst, layer)
-            vc = self._hop_lanes(nodes, src, dst, layer)
-            a, b = cab[:, :-1], cab[:, 1:]
-            ok = (a >= 0) & (b >= 0)
-            codes = np.unique(np.stack([a[ok], vc[:, :-1][ok], b[ok], vc[:, 1:][ok]], 1), axis=0)
-            deps.update(map(tuple, codes.tolist()))
-            lanes_of.append(np.unique(vc[cab >= 0]))
-        n_vc = int(max((x.max(initial=0) for x in lanes_of), default=0)) + 1
-        if not deps:
-            return _cdg(t, np.zeros((0, 2), np.int64), n_vc)
-        arr = np.array(sorted(deps), dtype=np.int64)
-        return _cdg(t, np.stack([arr[:, 0] * n_vc + arr[:, 1], arr[:, 2] * n_vc + arr[:, 3]], 1), n_vc)
+    def deadlock_cycle(self, measurement: Measurement | None = None) -> str | None:
+        """``None`` if the routes cannot deadlock on their virtual lanes, else a cycle, described."""
+        cycle = (measurement or self.measure()).dependencies.find_cycle()
+        return None if cycle is None else describe_cycle(cycle)
 
     def _hop_lanes(self, nodes, src, dst, layer) -> np.ndarray:
         """The virtual lane of every hop of traced routes."""
@@ -382,48 +471,6 @@ class ForwardingTables:
         if self.lanes is None:
             return np.zeros((len(src), hops), dtype=np.int64)
         return np.repeat(self.lanes[layer, src, dst][:, None], hops, 1).astype(np.int64)
-
-    def _table_dependencies(self) -> ChannelDependencyGraph:
-        t = self.topology
-        n, nh = t.n_nodes, t.n_hosts
-        ports = t.cable_of_port()
-        P = ports.shape[1]
-        seen = np.zeros(t.n_cables * P, dtype=bool)         # (cable into u, u's out-port) pairs
-        tab = self.cable[0]
-        port = t.cable_port
-        step = max(1, BLOCK_HOPS // (4 * n))
-        for d0 in range(0, nh, step):
-            d = np.arange(d0, min(nh, d0 + step))
-            cols = np.arange(len(d))
-            blk = tab[:, d].astype(np.int64)
-            used = np.zeros(blk.shape, dtype=bool)            # (node, dest) entries some host's route uses
-            front = np.zeros(blk.shape, dtype=bool)
-            front[:nh] = True
-            front[d, cols] = False
-            while True:
-                front &= ~used
-                if not front.any():
-                    break
-                used |= front
-                u, j = np.nonzero(front)
-                v = self._cable_dst[blk[u, j]]
-                front = np.zeros(blk.shape, dtype=bool)
-                front[v, j] = v != d[j]
-            # dependency: the cable a of a used entry into u = next node, then u's entry b for the same host
-            w, j = np.nonzero(used)
-            a = blk[w, j]
-            u = self._cable_dst[a]
-            keep = u != d[j]
-            a, b = a[keep], blk[u[keep], j[keep]]
-            seen[a * P + port[b]] = True
-        a, pout = np.divmod(np.flatnonzero(seen), P)
-        b = ports[self._cable_dst[a], pout]
-        return _cdg(t, np.stack([a, b], 1), 1)
-
-    def deadlock_cycle(self) -> str | None:
-        """``None`` if the routes cannot deadlock on their virtual lanes, else a cycle, described."""
-        cycle = self.dependencies().find_cycle()
-        return None if cycle is None else describe_cycle(cycle)
 
     @property
     def n_lanes(self) -> int:
@@ -470,6 +517,40 @@ class ForwardingTables:
             for k, i in enumerate(first_sorted.tolist()))
         return RouteSet(self.algo, t, self.fabric, paths, timings=dict(self.timings), info=dict(self.info),
                         tables=self)
+
+
+class _Dependencies:
+    """Channel dependencies (cable ``a`` on lane ``x`` then cable ``b`` on lane ``y``) collected from route
+    rows, marked in a boolean array over (a, x, b's port, y) while that fits, else as unique keys."""
+
+    def __init__(self, topology: Topology, n_vc: int):
+        self.t, self.v = topology, n_vc
+        self.port = topology.cable_port
+        self.n_port = int(self.port.max(initial=0)) + 1
+        size = topology.n_cables * n_vc * self.n_port * n_vc
+        self.seen = np.zeros(size, dtype=bool) if size <= 1 << 27 else None
+        self.found: list[np.ndarray] = []
+
+    def add(self, cab: np.ndarray, lane: np.ndarray) -> None:
+        """Mark the dependencies of consecutive cables of every row of ``cab`` (``-1``: no hop)."""
+        both = (cab[:, :-1] >= 0) & (cab[:, 1:] >= 0)
+        a, b = cab[:, :-1][both].astype(np.int64), cab[:, 1:][both].astype(np.int64)
+        v = self.v
+        key = ((a * v + lane[:, :-1][both]) * self.n_port + self.port[b]) * v + lane[:, 1:][both]
+        if self.seen is not None:
+            self.seen[key] = True
+        else:
+            self.found.append(np.unique(key))
+
+    def graph(self) -> ChannelDependencyGraph:
+        t, v = self.t, self.v
+        keys = np.flatnonzero(self.seen) if self.seen is not None else \
+            np.unique(np.concatenate(self.found + [np.zeros(0, np.int64)]))
+        rest, vb = np.divmod(keys, v)
+        rest, pb = np.divmod(rest, self.n_port)
+        a, va = np.divmod(rest, v)
+        b = t.cable_of_port()[t.dst[t.cable_link[a]], pb]
+        return _cdg(t, np.stack([a * v + va, b * v + vb], 1), v)
 
 
 def _cdg(topology: Topology, deps: np.ndarray, n_vc: int) -> ChannelDependencyGraph:
