@@ -25,6 +25,7 @@ def summary(topology: Topology) -> dict:
         "hosts": topology.n_hosts,
         "switches": topology.n_switches,
         "links": topology.n_links,
+        "cables": topology.n_cables // (1 if not topology.is_symmetric() else 2),
         "directed": not topology.is_symmetric(),
         "degree_min": int(deg.min()),
         "degree_max": int(deg.max()),
@@ -37,7 +38,10 @@ def summary(topology: Topology) -> dict:
 
 
 def _human(s: dict) -> str:
-    kind = "arcs (directed)" if s["directed"] else f"links ({s['links'] // 2} cables)"
+    parallel = s["cables"] != s["links"] // 2
+    kind = "arcs (directed)" if s["directed"] else \
+        f"links ({s['links'] // 2} cables)" if not parallel else \
+        f"links ({s['links'] // 2} port groups of {s['cables']} cables)"
     lines = [
         f"topology   {s['spec']}",
         f"nodes      {s['hosts']} hosts, {s['switches']} switches",
@@ -78,7 +82,7 @@ def register(subparsers) -> None:
                        EPILOG)
     add_topology_args(p)
     p.add_argument("--json", action="store_true",
-                   help="print one JSON object (spec, hosts, switches, links, degree_min, degree_max, diameter, "
+                   help="print one JSON object (spec, hosts, switches, links, cables, degree_min, degree_max, diameter, "
                         "mean_distance, distance_bound_F, thm1_lower_bound_time, ...) instead of the summary")
     p.add_argument("--save", metavar="FILE",
                    help="write the topology in the JSON topology format (docs/formats.md), atomically; "
