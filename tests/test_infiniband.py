@@ -207,3 +207,33 @@ def test_sssp_opensm_reproduces_the_subnet_managers_numbers():
     assert theirs.alltoall_time == 92 and theirs.shift.worst == 3
     assert theirs.shift.per_stage.sum() == 141                # 2.238 average over 63 stages
     assert (ours.alltoall_time, ours.shift.worst, ours.shift.average) == (63, 1, 1)
+
+
+def test_table_engine_with_a_deadlock_scheme_and_a_file(tmp_path, capsys):
+    """MinHop on the Slim Fly is not deadlock-free on one lane; --deadlock dfsssp lanes its routes, the MPI
+    path file carries them, and the verifier proves it deadlock-free."""
+    assert main(["routes", "slimfly:3", "--algo", "minhop", "--json", "-q"]) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert not plain["deadlock_free"] and plain["layers"] == 1
+    out = tmp_path / "mh.xml"
+    assert main(["routes", "slimfly:3", "--algo", "minhop", "--deadlock", "dfsssp", "-o", str(out), "--json",
+                 "-q"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert s["deadlock_free"] and s["layers"] == 2 and s["deadlock"] == "dfsssp"
+    assert s["file_time"] == s["alltoall_time"] == plain["alltoall_time"] and s["chunks_per_shard"] == 1
+    assert main(["verify", str(out), "--topology", "slimfly:3", "--deadlock-free"]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("VALID")
+
+
+def test_tables_too_large_are_refused_up_front(capsys):
+    assert main(["routes", "fattree:46,3", "--algo", "ftree", "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "the forwarding tables would need 75.2 GiB (103684 x 97336), over the 4 GiB limit" in err
+
+
+def test_the_route_file_needs_a_size_that_fits(capsys, monkeypatch):
+    from a2a_compiler.routes import tables
+
+    monkeypatch.setattr(tables, "MAX_ROUTES", 1000)
+    assert main(["routes", "fattree:4,3", "--algo", "ftree", "--deadlock", "lash", "-q"]) == 2
+    assert "has 4,032 routes, more than the 1,000 per-route objects a2a builds" in capsys.readouterr().err

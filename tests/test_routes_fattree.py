@@ -9,7 +9,8 @@ from a2a_compiler.errors import A2AError
 from a2a_compiler.fabric import Fabric
 from a2a_compiler.routes import route, route_tables
 from a2a_compiler.routes.ftree import fat_tree, ftree_tables
-from a2a_compiler.routes.patterns import pattern_congestion
+from a2a_compiler.routes.lft import hop_links
+from a2a_compiler.routes.patterns import pattern_congestion, shift_congestion
 from a2a_compiler.topology import Topology, from_spec
 from a2a_compiler.topology.puncture import puncture
 
@@ -109,7 +110,14 @@ def test_congestion_equals_what_the_traced_routes_give(algo, spec):
     routes = route(t, algo)
     assert len(routes.paths) == t.n_hosts * (t.n_hosts - 1)
     assert all(p.weight == 1.0 and p.layer == 0 for p in routes.paths)
-    assert np.array_equal(pattern_congestion(routes).per_stage, routes.tables.measure().shift.per_stage)
+    # the routes counted link by link (no port groups here) give the tables' per-cable congestion
+    nodes = np.full((len(routes.paths), max(len(p.nodes) for p in routes.paths)), -1)
+    for i, p in enumerate(routes.paths):
+        nodes[i, :len(p.nodes)] = p.nodes
+    src, dst = np.array([p.src for p in routes.paths]), np.array([p.dst for p in routes.paths])
+    by_link = shift_congestion(t.n_hosts, t.capacity, src, dst, hop_links(t, nodes))
+    assert np.array_equal(by_link.per_stage, routes.tables.measure().shift.per_stage)
+    assert np.array_equal(pattern_congestion(routes).per_stage, by_link.per_stage)
     hops = np.array([len(p.nodes) - 1 for p in routes.paths])
     assert hops.max() == 2 * fat_tree(t).levels
 

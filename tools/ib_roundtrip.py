@@ -46,9 +46,10 @@ TREE_ENGINES = ("ftree", "minhop", "sssp", "dfsssp")
 CASES = [
     ("fattree:4,3", "ftree", TREE_ENGINES, "Zahavi's 64-host 4-ary-3-tree"),
     ("fattree:4,3", "minhop", (), ""),
-    ("fattree:4,3,merge=2", "ftree", TREE_ENGINES, "merged roots: 2-cable port groups"),
+    ("fattree:4,3,merge=2", "ftree", TREE_ENGINES, "merged roots: 2-cable port groups (Table I row 16)"),
     ("fattree:4,3,merge=2", "minhop", (), ""),
-    ("vartree:6,2,w=3", "ftree", ("ftree", "minhop"), "3 parallel cables per leaf-spine group"),
+    ("vartree:6,2,w=3", "ftree", ("ftree", "minhop"), "3 parallel cables per leaf-spine group (Table I row 1)"),
+    ("fattree:4,2,merge=2", "minhop", ("ftree", "minhop"), "Table I row 5: roots merged in pairs"),
     ("fattree:8,3", "ftree", ("ftree", "minhop"), "512 hosts"),
     ("slimfly:5", "sf-min", ("minhop", "sssp", "ftree"), "Slim Fly with 200 hosts (ftree: OpenSM falls back)"),
     ("slimfly:5", "sf-layers", (), "4 layers as LID offsets (LMC 2)"),

@@ -62,6 +62,11 @@ def route_tables(topology: Topology, algo: str, fabric: Fabric | None = None, **
     (:meth:`~.tables.ForwardingTables.validate`)."""
     if algo not in TABLE_ENGINES:
         raise A2AError(f"{algo} is not a destination-based engine (forwarding tables: {', '.join(TABLE_ENGINES)})")
+    from ..topology.metrics import require_table
+
+    # the tables (4-byte entries; the check counts 8) and each switch's paths to every host
+    require_table(topology, int(options.get("layers", 1)) * topology.n_nodes, topology.n_hosts,
+                  "the forwarding tables")
     return _engine(algo)(topology, fabric or Fabric(), **options).validate()
 
 

@@ -290,13 +290,8 @@ def read_dump(text: str, topology: Topology, fabric: Fabric | None = None, sourc
 
 def lft_file(topology: Topology, fabric: Fabric | None = None, *, path=None, progress=None) -> ForwardingTables:
     """OpenSM's ``file`` engine as a routing engine: the tables of the dump at ``path`` (:func:`read_dump`)."""
-    from ..files import read_bytes
+    from ..files import read_text
 
     if path is None:
         raise A2AError("--algo file needs --lft-in DUMP (an opensm-lfts.dump or dump_lfts output)")
-    data = read_bytes(path, MAX_DUMP_BYTES)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise FormatError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    return read_dump(text, topology, fabric, str(path))
+    return read_dump(read_text(path, MAX_DUMP_BYTES), topology, fabric, str(path))

@@ -484,15 +484,16 @@ class ForwardingTables:
         nh = self.topology.n_hosts
         return int(self.share.sum()) if self.share is not None else nh * (nh - 1) * self.layers
 
-    def check_route_count(self, limit: int = MAX_ROUTES) -> None:
-        """Refuse, in one line, to build more than ``limit`` per-route objects."""
+    def check_route_count(self, limit: int | None = None) -> None:
+        """Refuse, in one line, to build more than ``limit`` (default :data:`MAX_ROUTES`) per-route objects."""
+        limit = MAX_ROUTES if limit is None else limit
         need = self.n_routes()
         if need > limit:
             raise A2AError(f"{self.algo}: {self.topology.spec} has {need:,} routes, more than the {limit:,} "
                            "per-route objects a2a builds (MPI path files, deadlock schemes); the tables themselves "
                            "are measured and exported without them (a2a routes --json, --lft)")
 
-    def routes(self, limit: int = MAX_ROUTES) -> RouteSet:
+    def routes(self, limit: int | None = None) -> RouteSet:
         """The per-pair routes as a :class:`RouteSet` (identical paths of a pair's layers merged, weights summed,
         the lowest layer kept); refused beyond ``limit`` routes with one line."""
         t = self.topology

@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import FormatError
-from ..files import read_bytes
+from ..files import read_text
 from .model import Topology
 
 #: Largest ibnetdiscover file read (bytes).
@@ -204,12 +204,7 @@ def load_ibnet(path) -> Topology:
     from .metrics import require_connected
 
     path = Path(path)
-    data = read_bytes(path, MAX_IBNET_BYTES)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise FormatError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    topo = parse_ibnet(text, str(path))
+    topo = parse_ibnet(read_text(path, MAX_IBNET_BYTES), str(path))
     require_connected(topo, f" (ibnet:{path})")
     return topo
 
