@@ -305,15 +305,24 @@ def compare_engine(fabric: SimulatedFabric, topology: Topology, engine: str, **o
     ``equal``: every switch's entry for every host is the same port;
     ``switch_rows_equal``: so are the entries for the switches' own LIDs (ours
     follow MinHop's rule for every engine, see :mod:`a2a_compiler.routes.opensm`).
-    Both sides measured per cable.
+    Both sides measured per cable.  Where our engine refuses the fabric
+    (``refused``: its line), OpenSM's log says which engine it fell back to, and
+    that engine's tables are compared with ours of the same name.
     """
     run = fabric.opensm(engine)
     installed = fabric.installed()
     theirs = read_dump(installed, topology, algo=f"opensm {engine}")
-    ours = route_tables(topology, engine, **options)
+    refused = None
+    try:
+        ours = route_tables(topology, engine, **options)
+    except A2AError as exc:
+        refused = str(exc)
+        if run.engine == engine or run.engine is None:
+            return {"engine": run.engine, "refused": refused, "equal": False, "theirs": _numbers(theirs)}
+        ours = route_tables(topology, run.engine, **OPENSM_VARIANT.get(run.engine, {}))
     differ = int((theirs.cable[0] != ours.cable[0])[topology.n_hosts:].sum())
     sw_theirs = {r for r in _rows(installed, topology) if r[1] >= topology.n_hosts}
     sw_ours = {r for r in _rows(write_dump(ours)[0], topology) if r[1] >= topology.n_hosts}
-    return {"engine": run.engine, "equal": differ == 0, "differing_entries": differ,
+    return {"engine": run.engine, "refused": refused, "equal": differ == 0, "differing_entries": differ,
             "entries": int(topology.n_switches * topology.n_hosts), "switch_rows_equal": sw_theirs == sw_ours,
             "theirs": _numbers(theirs), "ours": _numbers(ours)}
