@@ -301,9 +301,12 @@ class ForwardingTables:
         lane = self.lanes[0 if layer is None else layer, src, dst]
         return np.broadcast_to(lane[:, None], cab.shape)
 
-    def measure(self) -> Measurement:
+    def measure(self, progress=None) -> Measurement:
         """All-to-all loads and time, shift congestion and channel dependencies, per cable, in one pass over the
-        shift stages (module docstring)."""
+        shift stages (module docstring); ``progress`` gets a line per block of stages (rate-limited)."""
+        from ..progress import tick_of
+
+        tick = tick_of(progress)
         t = self.topology
         nh, nc = t.n_hosts, t.n_cables
         model = CostModel(t.src[t.cable_link], self._cable_dst, t.cable_capacity, nh, self.fabric)
@@ -337,6 +340,8 @@ class ForwardingTables:
                 extra = res >= nc
                 total += np.bincount(res[extra], weights=None if w is None else w[rows][hops[extra]],
                                      minlength=model.width)
+            if tick:
+                tick(f"{self.algo}: shift stages {last - 1}/{nh - 1} traced per cable")
             if self.lanes is not None:                        # lanes per pair: every route's own dependencies
                 deps.add(cab, self._lanes_of(cab, src, dst, layer))
         if self.lanes is None:                                # a route's lanes follow from its path alone
