@@ -237,3 +237,22 @@ def test_the_route_file_needs_a_size_that_fits(capsys, monkeypatch):
     monkeypatch.setattr(tables, "MAX_ROUTES", 1000)
     assert main(["routes", "fattree:4,3", "--algo", "ftree", "--deadlock", "lash", "-q"]) == 2
     assert "has 4,032 routes, more than the 1,000 per-route objects a2a builds" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("spec", ["torus:4x4,p=2", "torus:3x3x3,p=1", "torus:5x4,p=1", "torus:2x3,p=2"])
+def test_dor_by_port_order_is_dimension_order_on_a_torus_cabled_in_order(spec):
+    """On a switch torus OpenSM's dor reads dimensions from port order; our tori number each switch's ports
+    per dimension (+, -), so its tables are coordinate DOR's: dimension 0 first, the shorter way, + on a tie."""
+    from a2a_compiler.routes.dor import dor_tables, grid_dims
+    from a2a_compiler.routes.routers import host_tables, router_view
+    from a2a_compiler.routes.tables import pin_cables
+
+    t = from_spec(spec)
+    view = router_view(t)
+    routers, dims = view.routers, grid_dims(t)
+    strides = np.array([int(np.prod(dims[m + 1:])) for m in range(len(dims))])
+    coords = (np.arange(len(routers))[:, None] // strides) % np.array(dims)
+    local = dor_tables(coords, dims, strides)
+    nxt = np.full((t.n_nodes, t.n_nodes), -1)
+    nxt[np.ix_(routers, routers)] = np.where(local >= 0, routers[np.maximum(local, 0)], -1)
+    assert np.array_equal(pin_cables(t, host_tables(view, nxt)), route_tables(t, "dor").cable[0])

@@ -119,7 +119,8 @@ def main(argv=None) -> int:
             r = round_trip(from_spec(spec), algo, compare=engines, name="a2aibrt")
         except A2AError as exc:
             out["cases"].append({"spec": spec, "algo": algo, "error": str(exc)})
-            print(f"{spec:22s} {algo:10s} error: {exc}", flush=True)
+            if not args.json:
+                print(f"{spec:22s} {algo:10s} error: {exc}", flush=True)
             continue
         row = {"spec": spec, "algo": algo, "note": note, "engine": r.engine, "installed_equal": r.installed_equal,
                "rows": r.rows, "differing_rows": r.differing_rows, "ours": r.ours, "read_back": r.read_back,

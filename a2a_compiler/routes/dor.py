@@ -54,17 +54,26 @@ def dor_tables(coords: np.ndarray, dims: tuple[int, ...], strides: np.ndarray) -
 
 
 def dor(topology: Topology, fabric: Fabric | None = None, *, progress=None) -> ForwardingTables:
-    """Dimension-ordered tables on ``torus:...[,p=P]`` or ``hypercube:D``.
+    """Dimension-ordered tables.
 
-    Torus routers are numbered row-major over the coordinates (as the generator
-    numbers them), hypercube ids are bit vectors with bit ``b`` the coordinate of
-    dimension ``b``; e-cube order on a hypercube is therefore lowest bit first.
-    With hosts on the routers (``p > 0``) a router hands a host's traffic to the
-    host's router by dimension order.
+    On a fabric with switches (InfiniBand: ``torus:...,p=P``, ``ibnet:``) the
+    dimensions are the switches' port order, as OpenSM's ``dor`` engine reads
+    them (:func:`~.minhop.minhop_tables` with ``dor=True``): ``torus:...,p=P``
+    numbers each switch's ports per dimension, ``+`` then ``-``, so this is
+    dimension 0 first, the shorter way (``+`` on a tie).  On ``torus:...`` and
+    ``hypercube:D`` whose nodes are the hosts, routes follow the coordinates:
+    torus nodes row-major (as the generator numbers them), hypercube ids as bit
+    vectors with bit ``b`` the coordinate of dimension ``b`` (e-cube, lowest bit
+    first).
     """
     fabric = fabric or Fabric()
-    dims = grid_dims(topology)
     t0 = time.perf_counter()
+    if topology.n_switches:
+        from .minhop import minhop_tables
+
+        return ForwardingTables("dor", topology, fabric, minhop_tables(topology, dor=True)[None],
+                                timings={"route": time.perf_counter() - t0}, info={"rule": "opensm port order"})
+    dims = grid_dims(topology)
     view = router_view(topology)
     routers = view.routers
     n = len(routers)

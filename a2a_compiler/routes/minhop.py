@@ -62,8 +62,15 @@ def hop_distances(topology: Topology) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return D, inv.reshape(-1), o
 
 
-def minhop_tables(topology: Topology) -> np.ndarray:
-    """The cable table ``(n_nodes, n_hosts)`` MinHop fills (module docstring)."""
+def minhop_tables(topology: Topology, dor: bool = False) -> np.ndarray:
+    """The cable table ``(n_nodes, n_hosts)`` MinHop fills (module docstring).
+
+    ``dor=True`` is OpenSM's ``dor`` engine (the same code path with its
+    dimension-order flag): among a switch's min-hop ports the first, in port
+    order, fixes the neighbour; the least used of the ports to that neighbour
+    (ties to the lowest) is taken.  On a torus cabled in dimension order (ports
+    ``+``, ``-`` per dimension) this corrects the lowest dimension first.
+    """
     t, nh = topology, topology.n_hosts
     D, point, offset = hop_distances(t)
     deg = np.bincount(t.src[t.cable_link], minlength=t.n_nodes)
@@ -82,6 +89,9 @@ def minhop_tables(topology: Topology) -> np.ndarray:
         dist = D[:, point[d]] + offset[d]
         dist[d] = 0
         ok = dist[v] == dist[u] - 1                             # min-hop ports towards d
+        if dor:                                                 # only the ports to the first port's neighbour
+            lead = np.minimum.reduceat(np.where(ok, pos, t.n_cables), first)
+            ok &= v == v[np.minimum(lead, t.n_cables - 1)][u]
         load = np.where(ok, count, np.inf)
         least = np.minimum.reduceat(load, first)
         pick = np.minimum.reduceat(np.where(load == least[u], pos, t.n_cables), first)   # lowest port
