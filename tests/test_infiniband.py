@@ -256,3 +256,14 @@ def test_dor_by_port_order_is_dimension_order_on_a_torus_cabled_in_order(spec):
     nxt = np.full((t.n_nodes, t.n_nodes), -1)
     nxt[np.ix_(routers, routers)] = np.where(local >= 0, routers[np.maximum(local, 0)], -1)
     assert np.array_equal(pin_cables(t, host_tables(view, nxt)), route_tables(t, "dor").cable[0])
+
+
+def test_topo_writes_the_net_file_ibsim_reads(tmp_path, capsys):
+    net = tmp_path / "ft.net"
+    assert main(["topo", "fattree:4,3,merge=2", "--ibnet", str(net)]) == 0
+    assert "ibnet      " in capsys.readouterr().out
+    back = from_spec(f"ibnet:{net}")
+    t = from_spec("fattree:4,3,merge=2")
+    assert back.names == t.names and np.array_equal(back.cable_port, t.cable_port)
+    assert main(["topo", "torus:3x3x3", "--ibnet", str(tmp_path / "x.net")]) == 2
+    assert "an InfiniBand fabric needs switches" in capsys.readouterr().err and not (tmp_path / "x.net").exists()

@@ -60,18 +60,26 @@ def run(args) -> int:
     """``a2a topo``: build, summarise, optionally save the topology."""
     from ..files import check_writable
 
-    if args.save:
-        check_writable(args.save)
+    from ..files import atomic_write
+    from ..topology.ibnet import net_file
+
+    for path in filter(None, (args.save, args.ibnet)):
+        check_writable(path)
     topology = topology_from_args(args)
     s = summary(topology)
+    net = net_file(topology) if args.ibnet else None
     if args.save:
         topology.save(args.save)
+    if net is not None:
+        atomic_write(args.ibnet, net)
     if args.json:
         print_json(s)
     else:
         print(_human(s))
         if args.save:
             print(f"saved      {args.save}")
+        if args.ibnet:
+            print(f"ibnet      {args.ibnet} (ibsim's net file; ibnetdiscover's format)")
     return 0
 
 
@@ -87,4 +95,8 @@ def register(subparsers) -> None:
     p.add_argument("--save", metavar="FILE",
                    help="write the topology in the JSON topology format (docs/formats.md), atomically; "
                         "load it back with file:FILE")
+    p.add_argument("--ibnet", metavar="FILE",
+                   help="write the topology as an InfiniBand fabric in ibnetdiscover's format, the net file ibsim "
+                        "simulates (hosts must be CA ports cabled to switches; docs/infiniband.md); "
+                        "read it back with ibnet:FILE")
     p.set_defaults(func=run)
