@@ -55,9 +55,27 @@ def test_discovery_gives_back_our_topology_and_a_corrupt_dump_makes_opensm_fall_
             read_dump(bad.read_text(), found, source="bad.dump")
 
 
+def _stat(pid: int) -> list[str] | None:
+    """``/proc/PID/stat`` fields after the command name (state, ppid, ...), or None once the process is gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return [text[text.index("(") + 1:text.rindex(")")]] + text[text.rindex(")") + 2:].split()
+
+
 def _ibsim_children(pid: int) -> list[int]:
-    out = subprocess.run(["ps", "-o", "pid=,comm=", "--ppid", str(pid)], capture_output=True, text=True).stdout
-    return [int(line.split()[0]) for line in out.splitlines() if line.split()[1] == "ibsim"]
+    kids = []
+    for entry in Path("/proc").iterdir():
+        st = _stat(int(entry.name)) if entry.name.isdigit() else None
+        if st and st[0] == "ibsim" and int(st[2]) == pid:
+            kids.append(int(entry.name))
+    return kids
+
+
+def _alive(pid: int) -> bool:
+    st = _stat(pid)
+    return st is not None and st[1] != "Z"
 
 
 def test_sigterm_stops_ibsim_by_pid(tmp_path):
@@ -79,11 +97,9 @@ def test_sigterm_stops_ibsim_by_pid(tmp_path):
         proc.send_signal(signal.SIGTERM)
         proc.wait(20)
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and os.path.exists(f"/proc/{sims[0]}") and \
-                "Z" not in open(f"/proc/{sims[0]}/stat").read().split()[2]:
+        while time.monotonic() < deadline and _alive(sims[0]):
             time.sleep(0.1)
-        alive = os.path.exists(f"/proc/{sims[0]}") and "Z" not in open(f"/proc/{sims[0]}/stat").read().split()[2]
-        assert not alive
+        assert not _alive(sims[0])
     finally:
         if proc.poll() is None:
             proc.kill()
