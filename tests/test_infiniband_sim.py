@@ -28,15 +28,18 @@ pytestmark = pytest.mark.skipif(missing_tools() is not None, reason=f"simulated 
 def test_round_trip_merged_roots_with_parallel_cables():
     """fattree:4,3,merge=2: roots merged in pairs, so every root port group has 2 cables.  OpenSM's log names
     the file engine, the switches hold exactly our rows, and the tables read back measure as ours; OpenSM's
-    own ftree and minhop give our tables entry for entry (their numbers: 63 / 1 / 1 and 192 / 4 / 3.24)."""
-    r = round_trip(from_spec("fattree:4,3,merge=2"), "ftree", compare=("ftree", "minhop"), name="a2atest")
-    assert r.engine == "file" and r.installed_equal and r.rows == 4160
+    own ftree, minhop and sssp give our tables (sssp --opensm) entry for entry, switch LIDs included (ftree's and
+    minhop's numbers: 63 / 1 / 1 and 192 / 4 / 3.24)."""
+    r = round_trip(from_spec("fattree:4,3,merge=2"), "ftree", compare=("ftree", "minhop", "sssp"), name="a2atest")
+    assert r.engine == "file" and r.installed_equal and r.rows == 3720       # no rows for unreachable switch LIDs
     assert r.read_back == r.ours == {"alltoall_time": 63.0, "congestion_worst": 1.0, "congestion_avg": 1.0}
     ftree, minhop = r.opensm["ftree"], r.opensm["minhop"]
-    assert ftree["engine"] == "ftree" and ftree["equal"]
+    assert ftree["engine"] == "ftree" and ftree["equal"] and ftree["switch_rows_equal"]
     assert minhop["engine"] == "minhop" and minhop["equal"] and minhop["switch_rows_equal"]
     assert minhop["theirs"] == minhop["ours"]
     assert (minhop["ours"]["congestion_worst"], round(minhop["ours"]["congestion_avg"] * 63)) == (4, 204)
+    sssp = r.opensm["sssp"]                                   # ours with --opensm
+    assert sssp["engine"] == "sssp" and sssp["equal"] and sssp["switch_rows_equal"]
 
 
 def test_discovery_gives_back_our_topology_and_a_corrupt_dump_makes_opensm_fall_back():

@@ -33,6 +33,17 @@ def test_fast_path_equals_opensms_recursion_entry_for_entry(spec):
     assert (exact[t.n_hosts:] >= 0).all()                  # complete: every switch has every host
 
 
+@pytest.mark.parametrize("spec", ["fattree:4,2", "fattree:4,3", "fattree:3,3", "vartree:4,2,4"])
+def test_switch_lids_from_the_fast_path_equal_opensms_recursion(spec):
+    """fabric_route_to_switches continued from the fast path's ascent counts gives the recursion's entries for
+    the switches' own LIDs; roots reach no other root (no up/down path: -2)."""
+    from a2a_compiler.routes.ftree import _tables
+
+    t = from_spec(spec)
+    exact, fast = _tables(t, True)[3](), _tables(t, False)[3]()
+    assert np.array_equal(exact, fast) and (np.diag(exact) == -1).all() and (exact == -2).any()
+
+
 @pytest.mark.parametrize("spec,fast", [("fattree:4,3,merge=2", False), ("fattree:2,4", False),
                                        ("fattree:4,3,merge=2,hosts=32", False), ("fattree:4,3,hosts=48", True),
                                        ("fattree:4,3", True)])

@@ -9,6 +9,7 @@ paper's testbed, undefined on anything else (including punctured tori).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 
@@ -70,9 +71,11 @@ def dor(topology: Topology, fabric: Fabric | None = None, *, progress=None) -> F
     t0 = time.perf_counter()
     if topology.n_switches:
         from .minhop import minhop_tables
+        from .opensm import switch_entries
 
-        return ForwardingTables("dor", topology, fabric, minhop_tables(topology, dor=True)[None],
-                                timings={"route": time.perf_counter() - t0}, info={"rule": "opensm port order"})
+        tables = ForwardingTables("dor", topology, fabric, minhop_tables(topology, dor=True)[None],
+                                  timings={"route": time.perf_counter() - t0}, info={"rule": "opensm port order"})
+        return dataclasses.replace(tables, switch_routes=lambda: switch_entries(tables, dor=True))
     dims = grid_dims(topology)
     view = router_view(topology)
     routers = view.routers

@@ -272,38 +272,46 @@ def _validate(t, S, rank, up, down, cables, node) -> None:
             raise _fail(t, f"{node_label(t, int(node[a]))} and {node_label(t, int(node[s]))} on rank {r} have {what}")
 
 
-def route_exact(tree: FatTree) -> np.ndarray:
-    """OpenSM's ``fabric_route_to_cns``, per cable: the cable table ``(n_nodes, n_hosts)`` (module docstring)."""
-    t, nh = tree.topology, tree.topology.n_hosts
-    S = len(tree.node)
-    rev = t.cable_reverse.tolist()
-    cables, remote_sw = tree.cables, tree.remote_sw
-    up, down = [list(g) for g in tree.up], [list(g) for g in tree.down]      # sorted in place as OpenSM does
-    rank = tree.rank.tolist()
-    tup = tree.tuple_of
-    n_groups = len(tree.owner)
-    g_up, g_down = [0] * n_groups, [0] * n_groups
-    c_up, c_down = [0] * t.n_cables, [0] * t.n_cables
-    changed = [False] * S
-    dummy = nh
-    lft = [[-1] * (nh + 1) for _ in range(S)]
-    hops = [[NO_PATH] * (nh + 1) for _ in range(S)]
-    low_key = (-1,) * TUPLE_LEN
+class Router:
+    """OpenSM's ftree recursion over one tree, per cable (module docstring): its counters and the tables it
+    fills.  :meth:`cns` is ``fabric_route_to_cns``; :meth:`switches` is ``fabric_route_to_switches`` (the
+    switches' own LIDs, secondary paths only, uncounted), which continues from the counters the
+    destinations left.
+    """
 
-    def least(cabs, counter):
+    def __init__(self, tree: FatTree, c_down=None):
+        t = tree.topology
+        self.tree, self.t = tree, t
+        self.rev = t.cable_reverse.tolist()
+        self.up = [list(g) for g in tree.up]                  # sorted in place, as OpenSM does
+        self.down = [list(g) for g in tree.down]
+        self.rank = tree.rank.tolist()
+        n_groups = len(tree.owner)
+        self.c_up, self.c_down = [0] * t.n_cables, [0] * t.n_cables
+        self.g_up, self.g_down = [0] * n_groups, [0] * n_groups
+        if c_down is not None:                                # the ascents' counts, from the fast path
+            self.c_down = [int(x) for x in c_down]
+            self.g_down = [sum(self.c_down[c] for c in cabs) for cabs in tree.cables]
+        self.changed = [False] * len(tree.node)
+        self.lft = self.hops = None
+
+    @staticmethod
+    def _least(cabs, counter):
         best = cabs[0]
         for c in cabs[1:]:
             if counter[c] < counter[best]:
                 best = c
         return best
 
-    def descend(s, prev, col, h):                           # fabric_route_upgoing_by_going_down
-        groups = down[s]
+    def descend(self, s, prev, col, h):                      # fabric_route_upgoing_by_going_down
+        groups = self.down[s]
         if not groups:
             return False
-        if changed[s]:
-            groups.sort(key=lambda g: (g_up[g], tup[remote_sw[g]] if remote_sw[g] >= 0 else low_key))
-            changed[s] = False
+        remote_sw, cables, tup = self.tree.remote_sw, self.tree.cables, self.tree.tuple_of
+        lft, hops, c_up, g_up = self.lft, self.hops, self.c_up, self.g_up
+        if self.changed[s]:
+            groups.sort(key=lambda g: (g_up[g], tup[remote_sw[g]] if remote_sw[g] >= 0 else (-1,) * TUPLE_LEN))
+            self.changed[s] = False
         created = False
         k = 0
         while k < len(groups):
@@ -315,71 +323,111 @@ def route_exact(tree: FatTree) -> np.ndarray:
                 continue
             if r == prev:
                 continue
-            best = least(cables[g], c_up)
+            best = self._least(cables[g], c_up)
             lh = hops[r][col]
             if lh != NO_PATH and h + 1 >= lh:
                 continue
-            lft[r][col] = rev[best]
+            lft[r][col] = self.rev[best]
             hops[r][col] = h + 1
-            routed = descend(r, -1, col, h + 1)
+            routed = self.descend(r, -1, col, h + 1)
             created = created or routed
             if routed:
                 c_up[best] += 1
                 g_up[g] += 1
-                changed[s] = True
+                self.changed[s] = True
         return created
 
-    def ascend(s, prev, col, main, h):                      # fabric_route_downgoing_by_going_up
-        created = descend(s, prev, col, h)
-        if rank[s] == 0:
+    def ascend(self, s, prev, col, main, h):                 # fabric_route_downgoing_by_going_up
+        created = self.descend(s, prev, col, h)
+        if self.rank[s] == 0:
             return created
-        groups = up[s]
+        remote_sw, cables, tup = self.tree.remote_sw, self.tree.cables, self.tree.tuple_of
+        lft, hops, c_down, g_down = self.lft, self.hops, self.c_down, self.g_down
+        groups = self.up[s]
         groups.sort(key=lambda g: (g_down[g], tup[remote_sw[g]]))
         i = 0
         if main:
             g = groups[0]
-            best = least(cables[g], c_down)
+            best = self._least(cables[g], c_down)
             g_down[g] += 1
             c_down[best] += 1
             r = remote_sw[g]
             if lft[r][col] < 0 or h + 1 < hops[r][col]:
-                lft[r][col] = rev[best]
+                lft[r][col] = self.rev[best]
                 hops[r][col] = h + 1
-            created = ascend(r, s, col, True, h + 1) or created
+            created = self.ascend(r, s, col, True, h + 1) or created
             i = 1
         while i < len(groups):
             g = groups[i]
             i += 1
             r = remote_sw[g]
-            if lft[r][col] >= 0 and h + 1 >= hops[r][col]:
+            if lft[r][col] != -1 and h + 1 >= hops[r][col]:
                 continue
-            best = least(cables[g], c_down)
-            lft[r][col] = rev[best]
+            best = self._least(cables[g], c_down)
+            lft[r][col] = self.rev[best]
             hops[r][col] = h + 1
-            created = ascend(r, s, col, False, h + 1) or created
+            created = self.ascend(r, s, col, False, h + 1) or created
         return created
 
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, 10_000))
-    try:
-        for leaf, hosts in zip(tree.leaves, tree.cns):
-            for host in hosts:
-                g = next(g for g in down[leaf] if tree.remote[g] == host)
-                lft[leaf][host] = cables[g][0]
-                hops[leaf][host] = 1
-                ascend(leaf, -1, host, True, 1)
-            for _ in range(tree.max_cn - len(hosts)):
-                hops[leaf][dummy] = 1
-                ascend(leaf, -1, dummy, True, 1)
-                for s in range(S):
-                    lft[s][dummy] = -1
-                    hops[s][dummy] = NO_PATH
-    finally:
-        sys.setrecursionlimit(limit)
-    table = np.full((t.n_nodes, nh), -1, dtype=np.int32)
-    table[tree.node] = np.array(lft, dtype=np.int32)[:, :nh]
-    _host_rows(t, table)
-    return table
+    def _run(self, body) -> None:
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(limit, 10_000))
+        try:
+            body()
+        finally:
+            sys.setrecursionlimit(limit)
+
+    def cns(self) -> np.ndarray:
+        """``fabric_route_to_cns``: the cable table ``(n_nodes, n_hosts)``."""
+        tree, t = self.tree, self.t
+        nh, S, dummy = t.n_hosts, len(tree.node), t.n_hosts
+        self.lft = [[-1] * (nh + 1) for _ in range(S)]
+        self.hops = [[NO_PATH] * (nh + 1) for _ in range(S)]
+
+        def body():
+            for leaf, hosts in zip(tree.leaves, tree.cns):
+                for host in hosts:
+                    g = next(g for g in self.down[leaf] if tree.remote[g] == host)
+                    self.lft[leaf][host] = tree.cables[g][0]
+                    self.hops[leaf][host] = 1
+                    self.ascend(leaf, -1, host, True, 1)
+                for _ in range(tree.max_cn - len(hosts)):
+                    self.hops[leaf][dummy] = 1
+                    self.ascend(leaf, -1, dummy, True, 1)
+                    for s in range(S):
+                        self.lft[s][dummy] = -1
+                        self.hops[s][dummy] = NO_PATH
+
+        self._run(body)
+        table = np.full((t.n_nodes, nh), -1, dtype=np.int32)
+        table[tree.node] = np.array(self.lft, dtype=np.int32)[:, :nh]
+        _host_rows(t, table)
+        return table
+
+    def switches(self) -> np.ndarray:
+        """``fabric_route_to_switches``: ``(S, S)`` cables each switch (GUID order) routes each switch's LID on;
+        ``-1`` its own LID (port 0), ``-2`` no up/down path (OpenSM leaves it unset, e.g. root to root)."""
+        S = len(self.tree.node)
+        self.lft = [[-1] * S for _ in range(S)]
+        self.hops = [[NO_PATH] * S for _ in range(S)]
+        own = -3
+
+        def body():
+            for s in range(S):
+                self.lft[s][s] = own
+                self.hops[s][s] = 0
+                self.ascend(s, -1, s, False, 0)
+
+        self._run(body)
+        out = np.array(self.lft, dtype=np.int64)
+        return np.where(out == own, -1, np.where(out < 0, -2, out))
+
+
+def route_exact(tree: FatTree) -> tuple[np.ndarray, Router]:
+    """OpenSM's ``fabric_route_to_cns``, per cable: the cable table ``(n_nodes, n_hosts)`` (module docstring),
+    and the router, whose counters :meth:`Router.switches` continues from."""
+    router = Router(tree)
+    return router.cns(), router
 
 
 def _host_rows(t: Topology, table: np.ndarray) -> None:
@@ -493,7 +541,7 @@ def zahavi_tables(tree: FatTree) -> np.ndarray:
             raise _fail(t, f"{node_label(t, int(x[a]))} has no cable to the switch that host {t.names[b]}'s "
                            "routing needs")
         table[x] = t.cable_ptr[link]                          # single cables: the link's cable
-    return table
+    return table, usage
 
 
 def ftree_tables(topology: Topology, *, exact: bool | None = None) -> tuple[np.ndarray, FatTree, bool]:
@@ -502,16 +550,21 @@ def ftree_tables(topology: Topology, *, exact: bool | None = None) -> tuple[np.n
     ``exact=None`` takes the fast path where it applies; ``True`` always runs
     :func:`route_exact`; ``False`` insists on the fast path.
     """
+    table, tree, fast, _ = _tables(topology, exact)
+    return table, tree, fast
+
+
+def _tables(topology: Topology, exact: bool | None):
     tree = fat_tree(topology)
     fast = fast_path_applies(tree) if exact is None else not exact
     if fast:
         if not fast_path_applies(tree):
             raise _fail(topology, "the fast path needs single cables and full leaves")
-        table = zahavi_tables(tree)
+        table, usage = zahavi_tables(tree)
         _host_rows(topology, table)
-    else:
-        table = route_exact(tree)
-    return table, tree, fast
+        return table, tree, True, lambda: Router(tree, c_down=usage).switches()
+    table, router = route_exact(tree)
+    return table, tree, False, router.switches
 
 
 def ftree(topology: Topology, fabric: Fabric | None = None, *, progress=None) -> ForwardingTables:
@@ -519,10 +572,22 @@ def ftree(topology: Topology, fabric: Fabric | None = None, *, progress=None) ->
 
     ``info`` records the tree's levels, leaves, the largest leaf (hosts routed,
     with place keepers elsewhere) and whether the fast path computed the tables.
+    The switches' own LIDs are routed on demand (``switch_routes``, for the
+    LFT dump), as OpenSM's ``fabric_route_to_switches``.
     """
     t0 = time.perf_counter()
-    table, tree, fast = ftree_tables(topology)
+    table, tree, fast, switches = _tables(topology, None)
     return ForwardingTables("ftree", topology, fabric or Fabric(), table[None],
+                            switch_routes=_in_switch_order(tree, switches),
                             timings={"route": time.perf_counter() - t0},
                             info={"levels": tree.levels, "leaves": len(tree.leaves), "max_hosts_per_leaf": tree.max_cn,
                                   "fast_path": fast})
+
+
+def _in_switch_order(tree: FatTree, switches):
+    """``switches()`` (in GUID order) re-indexed by switch node order ``n_hosts ..``."""
+    def routes() -> np.ndarray:
+        sw = switches()
+        order = np.argsort(tree.node)                         # node order -> GUID-order index
+        return sw[np.ix_(order, order)] if len(order) else sw
+    return routes

@@ -28,9 +28,12 @@ rows per host, offset ``l`` carrying layer ``l`` (offsets past ``L`` repeat
 layer 0), and OpenSM must run with ``-l LMC``.
 
 **Switch LIDs** (management traffic, not all-to-all): every switch routes
-its own LID to port 0 and another switch's LID over its least used min-hop
-port (counting the hosts routed through each port, ties to the lowest port),
-OpenSM's MinHop rule.
+its own LID to port 0; another switch's LID as the engine routes switches
+where it has its own rule (``ftree``: OpenSM's ``fabric_route_to_switches``,
+which leaves some pairs without an up/down path, e.g. root to root: no row,
+as in OpenSM's dump), else over its least used min-hop port (counting the
+hosts routed through each port, ties to the lowest port), OpenSM's MinHop
+rule.
 
 **Service levels.**  The ``file`` engine installs no SLs.  Where the routes
 need virtual lanes, :func:`sl_file` writes the SL of every (source,
@@ -98,8 +101,9 @@ def lid_plan(topology: Topology, lmc: int) -> tuple[np.ndarray, np.ndarray]:
     return host, switch
 
 
-def switch_entries(tables: ForwardingTables) -> np.ndarray:
-    """``(n_switches, n_switches)`` cables each switch routes another switch's LID on (``-1``: its own LID)."""
+def switch_entries(tables: ForwardingTables, dor: bool = False) -> np.ndarray:
+    """``(n_switches, n_switches)`` cables each switch routes another switch's LID on (``-1``: its own LID),
+    by MinHop's rule (``dor``: OpenSM's dor variant, only the ports to the first min-hop port's neighbour)."""
     t = tables.topology
     nh, ns = t.n_hosts, t.n_switches
     csrc, cdst = t.src[t.cable_link], t.dst[t.cable_link]
@@ -120,6 +124,9 @@ def switch_entries(tables: ForwardingTables) -> np.ndarray:
     rows = u[starts]
     for target in range(ns):
         ok = dist[target, v] == dist[target, u] - 1              # min-hop ports towards the target
+        if dor:
+            lead = np.minimum.reduceat(np.where(ok, pos, len(cab)), starts)
+            ok &= v == v[np.minimum(lead, len(cab) - 1)][seg]
         load = np.where(ok, count[cab], np.inf)
         least = np.minimum.reduceat(load, starts)
         pick = np.minimum.reduceat(np.where(load == least[seg], pos, len(cab)), starts)
@@ -144,7 +151,7 @@ def write_dump(tables: ForwardingTables) -> tuple[str, int]:
         tables = ForwardingTables(tables.algo, t, tables.fabric, full).validate()
     guids = node_guids(t)
     port = t.cable_port
-    to_sw = switch_entries(tables)
+    to_sw = tables.switch_routes() if tables.switch_routes is not None else switch_entries(tables)
     step = 1 << lmc
     max_lid = int(sw_lid[-1])
     # rows in LID order: (lid, destination node, layer)
@@ -161,9 +168,10 @@ def write_dump(tables: ForwardingTables) -> tuple[str, int]:
         host_c = tables.cable[layer[: nh * step], s, dest[: nh * step]]
         sw_c = to_sw[i]
         cab = np.concatenate([host_c, sw_c])
-        p = np.where(cab >= 0, port[np.maximum(cab, 0)], 0)
+        p = np.where(cab >= 0, port[np.maximum(cab, 0)], np.where(cab == -1, 0, -1))
         for lid, d, pp in zip(lids.tolist(), dest.tolist(), p.tolist()):
-            out.append(f"0x{lid:04x} {pp:03d} # {label[d]}")
+            if pp >= 0:                                       # -1: no path, no row (as OpenSM dumps it)
+                out.append(f"0x{lid:04x} {pp:03d} # {label[d]}")
         out.append(f"{max_lid} lids dumped")
     return "\n".join(out) + "\n", lmc
 

@@ -85,9 +85,10 @@ def sssp(topology: Topology, fabric: Fabric | None = None, *, opensm: bool = Fal
     """
     t0 = time.perf_counter()
     if opensm:
-        table = opensm_sssp_tables(topology)
+        table, to_switches = opensm_sssp_tables(topology)
         return ForwardingTables("sssp", topology, fabric or Fabric(), table[None],
-                                timings={"route": time.perf_counter() - t0}, info={"variant": "opensm"})
+                                switch_routes=lambda: to_switches, timings={"route": time.perf_counter() - t0},
+                                info={"variant": "opensm"})
     nxt, weight = sssp_tables(topology, progress)
     return from_next_nodes("sssp", topology, fabric or Fabric(), nxt, timings={"route": time.perf_counter() - t0},
                            info={"max_link_weight": float(weight.max(initial=0.0))})
@@ -192,8 +193,9 @@ class _Heap:
 _INF = 0x7FFFFFFF
 
 
-def opensm_sssp_tables(topology: Topology) -> np.ndarray:
-    """The cable table OpenSM 3.3's ``sssp`` engine computes (``osm_ucast_dfsssp.c``), per cable.
+def opensm_sssp_tables(topology: Topology) -> tuple[np.ndarray, np.ndarray]:
+    """The cable table OpenSM 3.3's ``sssp`` engine computes (``osm_ucast_dfsssp.c``), per cable, and its
+    ``(switches, switches)`` routes to the switches' own LIDs (``-1``: itself; node order).
 
     The graph is the switches, one link per cable, each of weight ``P²`` (``P``:
     CA ports plus switches).  Destinations come switch by switch (most hosts
@@ -202,7 +204,8 @@ def opensm_sssp_tables(topology: Topology) -> np.ndarray:
     distance ties), every switch's entry is its cable towards its tree parent,
     and then every switch adds its weight -- its hosts *plus one for its own
     port 0* -- to each link on its tree path to the root.  Hosts must be CA
-    ports cabled to switches.
+    ports cabled to switches.  The switches' own LIDs come last, switch by switch in
+    the same order, Dijkstra from the switch, weights updated the same way.
     """
     from .minhop import destination_order
     from .opensm import require_infiniband
@@ -224,17 +227,17 @@ def opensm_sssp_tables(topology: Topology) -> np.ndarray:
     weight = [P * P] * t.n_cables
     host_cable = {int(csrc[c]): int(c) for c in np.flatnonzero(csrc < nh)}
     V = len(sw_nodes) + 1
-    table = np.full((t.n_nodes, nh), -1, dtype=np.int32)
-    for d in destination_order(t).tolist():
-        c0 = host_cable[d]
+
+    def route(source: int, first: list):
+        """Dijkstra from ``source`` (0: a CA, linked by ``first``), then OpenSM's weight update."""
         dist, used, done = [_INF] * V, [None] * V, [False] * V   # used[v]: (cable into v's parent, parent)
         heap = _Heap(V)
         for v in range(1, V):
             heap.insert(_INF, v)
-        heap.insert(_INF, 0)
-        dist[0] = 0
-        heap.modify(0, 0)
-        first = [(c0, vertex[int(cdst[c0])], 1)]                  # the CA's link, weight 1
+        if source == 0:
+            heap.insert(_INF, 0)
+        dist[source] = 0
+        heap.modify(0, source)
         while True:
             cur = heap.extract()
             if cur is None:
@@ -246,17 +249,29 @@ def opensm_sssp_tables(topology: Topology) -> np.ndarray:
                     used[to] = (c, cur)
                     dist[to] = dist[cur] + w
                     heap.modify(dist[to], to)
-        for v in range(1, V):
-            if used[v] is not None:
-                table[sw_nodes[v - 1], d] = t.cable_reverse[used[v][0]]
         for v in range(1, V):                                    # update_weights
-            if used[v] is None:
-                continue
             j = v
             while used[j] is not None:
                 c, j = used[j]
                 weight[c] += num_hca[v]
+        return used
+
+    table = np.full((t.n_nodes, nh), -1, dtype=np.int32)
+    for d in destination_order(t).tolist():
+        c0 = host_cable[d]
+        used = route(0, [(c0, vertex[int(cdst[c0])], 1)])       # the CA's link, weight 1
+        for v in range(1, V):
+            if used[v] is not None:
+                table[sw_nodes[v - 1], d] = t.cable_reverse[used[v][0]]
+    # then the switches' own LIDs (port 0), most hosts first, then GUID
+    to_sw = np.full((t.n_switches, t.n_switches), -2, dtype=np.int64)
+    for s in sorted(sw_nodes, key=lambda s: -num_hca[vertex[s]]):
+        used = route(vertex[s], [])
+        to_sw[s - nh, s - nh] = -1
+        for v in range(1, V):
+            if used[v] is not None:
+                to_sw[sw_nodes[v - 1] - nh, s - nh] = t.cable_reverse[used[v][0]]
     csrc_h = np.flatnonzero(csrc < nh)
     table[csrc[csrc_h]] = csrc_h[:, None]
     table[np.arange(nh), np.arange(nh)] = -1
-    return table
+    return table, to_sw

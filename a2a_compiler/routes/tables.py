@@ -38,6 +38,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Callable
 
 import numpy as np
 import scipy.sparse as sp
@@ -130,7 +131,10 @@ class ForwardingTables:
     whether layer ``l`` carries pair ``s -> d`` (``None``: every layer carries
     every pair); ``lanes[l, s, d]`` is the pair's virtual lane (SL) in layer
     ``l`` (``None``: lane 0); ``hop_vc`` marks the routers of a VC-per-router-hop
-    scheme (``None``: no such scheme).
+    scheme (``None``: no such scheme).  ``switch_routes``, where the engine
+    routes the switches' own LIDs its own way, computes ``(switches, switches)``
+    cables on demand (``-1``: the switch itself, ``-2``: no path); otherwise the
+    LFT dump routes them by MinHop's rule (:mod:`.opensm`).
     """
 
     algo: str
@@ -140,6 +144,7 @@ class ForwardingTables:
     share: np.ndarray | None = None
     lanes: np.ndarray | None = None
     hop_vc: np.ndarray | None = None
+    switch_routes: Callable[[], np.ndarray] | None = None
     timings: dict = field(default_factory=dict)
     info: dict = field(default_factory=dict)
 
