@@ -215,6 +215,9 @@ def run(args) -> int:
     if args.lft and args.algo not in TABLE_ENGINES:
         raise A2AError(f"--lft writes forwarding tables; --algo {args.algo} is not destination-based (use one of "
                        f"{', '.join(TABLE_ENGINES)})")
+    if args.mcf != "auto" and args.algo not in TABLE_ENGINES:
+        raise A2AError(f"--mcf applies to the table engines ({', '.join(TABLE_ENGINES)}); --algo {args.algo} always "
+                       "solves the link MCF")
     topology = topology_from_args(args)
     fabric = fabric_from_args(args)
     options = engine_options(args)
@@ -247,8 +250,6 @@ def run(args) -> int:
 def _run_tables(args, topology, fabric, options, reporter) -> int:
     from ..routes.report import table_report
 
-    if args.mcf != "auto" and args.algo not in TABLE_ENGINES:
-        raise A2AError("--mcf applies to the table engines")
     rep = table_report(topology, args.algo, fabric, deadlock=args.deadlock, max_layers=args.max_layers, mcf=args.mcf,
                        output=bool(args.output), max_chunks=args.max_chunks, lft=args.lft, progress=reporter,
                        **options)
