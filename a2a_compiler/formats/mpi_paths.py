@@ -1,7 +1,8 @@
 """MPI path schedule XML: program, reader and writer (Basu et al. §4 "Path-based Schedules").
 
-``<mpi_paths>`` → one ``<rank id>`` per rank → ``<send dst route_id layer route [vcs] chunks/>``
-(contract in docs/formats.md).
+``<mpi_paths>`` → one ``<rank id [volumes]>`` per rank → ``<send dst route_id layer route [vcs] chunks/>``
+(contract in docs/formats.md).  An all-to-allv program records every rank's row of
+demand volumes: chunk ``k`` of pair ``(s, d)`` is ``1/C`` of that pair's volume.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from dataclasses import dataclass
 
 from ..errors import FormatError
 from .xmlutil import (MAX_BUFFER_CHUNKS, alltoall_root, attr_int, attr_ints, attr_lp_time, attr_str, children,
-                      element, expect_root, rank_elements, reader, serialize, where)
+                      demand_attrs, demand_rows, element, expect_root, rank_elements, reader, serialize, where)
 
 ROOT = "mpi_paths"
 
@@ -50,6 +51,7 @@ class MpiPathProgram:
     chunks_per_shard: int
     sends: tuple[PathSend, ...]
     lp_time: float | None = None  # all-to-all time 1/F of the LP the schedule came from (link-times)
+    volumes: tuple[tuple[float, ...], ...] | None = None  # all-to-allv: the demand's volumes (rows: senders)
 
 
 # ------------------------------------------------------------------ reading
@@ -71,7 +73,9 @@ def mpi_paths_from_element(root, source: str) -> MpiPathProgram:
     if ncl > MAX_BUFFER_CHUNKS:
         raise FormatError(f"{where(root, source)} nchunksperloop={ncl} exceeds the limit of {MAX_BUFFER_CHUNKS}")
     sends = []
-    for i, r in enumerate(rank_elements(root, nranks, source)):
+    rank_els = rank_elements(root, nranks, source)
+    volumes = demand_rows(rank_els, "volumes", source, nranks)
+    for i, r in enumerate(rank_els):
         rid = attr_int(r, "id", source)
         if rid != i:
             raise FormatError(f"{where(r, source)} id={rid}, expected {i} (ranks in id order)")
@@ -91,7 +95,7 @@ def mpi_paths_from_element(root, source: str) -> MpiPathProgram:
                 vcs=vcs,
             ))
     return MpiPathProgram(attr_str(root, "name", source, ""), nranks, nnodes, cps, tuple(sends),
-                          attr_lp_time(root, source))
+                          attr_lp_time(root, source), volumes)
 
 
 parse_mpi_paths = reader(mpi_paths_from_element, "mpi_paths")
@@ -105,7 +109,7 @@ def mpi_paths_to_xml(program: MpiPathProgram) -> bytes:
     p = program
     root = alltoall_root(ROOT, p, [("nranks", p.nranks), ("nnodes", p.nnodes), ("chunks_per_shard", p.chunks_per_shard),
                                    ("nchunksperloop", p.nranks * p.chunks_per_shard)])
-    rank_els = [element(root, "rank", [("id", r)]) for r in range(p.nranks)]
+    rank_els = [element(root, "rank", [("id", r), *demand_attrs(p, r)]) for r in range(p.nranks)]
     for s in p.sends:
         if not 0 <= s.src < p.nranks:
             raise FormatError(f"send from rank {s.src} outside 0..{p.nranks - 1}")

@@ -70,13 +70,31 @@ def route_tables(topology: Topology, algo: str, fabric: Fabric | None = None, **
     return _engine(algo)(topology, fabric or Fabric(), **options).validate()
 
 
-def route(topology: Topology, algo: str, fabric: Fabric | None = None, **options) -> RouteSet:
+#: Engines that route for a demand matrix (the MCF schemes solve with it); the others route as for the
+#: uniform all-to-all and are priced under the demand.
+DEMAND_ENGINES = ("mcf-extp", "pmcf-disjoint", "pmcf-shortest")
+
+
+def route(topology: Topology, algo: str, fabric: Fabric | None = None, *, demand=None, **options) -> RouteSet:
     """Route every ordered host pair of ``topology`` with engine ``algo``; the result is validated
     (:meth:`RouteSet.validate`).  A table engine's routes are traced from its tables (and keep them as
-    ``tables``)."""
+    ``tables``).
+
+    With a ``demand`` (:class:`~a2a_compiler.demand.Demand`, an all-to-allv) the engines of
+    :data:`DEMAND_ENGINES` route for it; every other engine routes as for the uniform all-to-all
+    and its routes are priced under the demand (their uniform ``lp_time`` and ``bound`` dropped).
+    """
+    import dataclasses
+
+    if demand is not None and algo in DEMAND_ENGINES:
+        return _engine(algo)(topology, fabric or Fabric(), demand=demand, **options).validate()
     if algo in TABLE_ENGINES:
-        return route_tables(topology, algo, fabric, **options).routes().validate()
-    return _engine(algo)(topology, fabric or Fabric(), **options).validate()
+        routes = route_tables(topology, algo, fabric, **options).routes().validate()
+    else:
+        routes = _engine(algo)(topology, fabric or Fabric(), **options).validate()
+    if demand is None:
+        return routes
+    return dataclasses.replace(routes, demand=demand, lp_time=None, bound=None, optimal=None, mip_gap=None)
 
 
-__all__ = ["ENGINES", "TABLE_ENGINES", "route", "route_tables", "RouteSet", "RoutedPath"]
+__all__ = ["ENGINES", "TABLE_ENGINES", "DEMAND_ENGINES", "route", "route_tables", "RouteSet", "RoutedPath"]
