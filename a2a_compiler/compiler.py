@@ -173,6 +173,16 @@ def _program_time(emit: str, lower, fabric):
     return time_of
 
 
+def _check_msccl_size(n_hosts: int) -> None:
+    """Refuse, before solving, a rank count no MSCCL XML can describe."""
+    from .formats.msccl_rules import MAX_CHILDREN
+    from .lower.msccl import SCALES_FURTHER
+
+    if n_hosts > MAX_CHILDREN:
+        raise A2AError(f"{n_hosts} ranks: MSCCL XML holds at most {MAX_CHILDREN} <gpu> elements (the executors' "
+                       f"parser keeps {MAX_CHILDREN} children per node); use {SCALES_FURTHER}")
+
+
 #: Keywords of :func:`compile` that solve and chunk (refused for an already chunked schedule).
 SOLVE_OPTIONS = ("method", "fabric", "link_bw", "host_bw", "forwarding", "remove_links", "remove_nodes", "seed",
                  "max_chunks", "min_fidelity", "steps", "paths", "max_paths", "solver")
@@ -189,7 +199,8 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
             steps: int | None = None, paths: str | None = None, max_paths: int | None = None,
             solver: str | None = None, channels: int | None = None, instances: int | None = None,
             proto: str | None = None, min_bytes: int | None = None, max_bytes: int | None = None,
-            rcs: bool | None = None, name: str | None = None, progress=None) -> CompileResult:
+            rcs: bool | None = None, target: str | None = None, name: str | None = None,
+            progress=None) -> CompileResult:
     """Compile an all-to-all schedule for ``source`` and lower it to ``emit`` (Basu et al. §3–§4).
 
     ``source`` is a topology spec (``"torus:3x3x3"``), a
@@ -205,7 +216,9 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
     (16), ``min_fidelity`` (the smallest ``C`` reaching it; for MSCCL measured
     on the lowered program), tsMCF ``steps``.  MSCCL: ``channels``,
     ``instances`` (1), ``proto`` (Simple), ``min_bytes``, ``max_bytes`` (0 = no
-    limit), ``rcs`` (False).  ``name`` goes into the file.  Each keyword is the ``a2a compile``
+    limit), ``rcs`` (False), ``target`` (``nccl`` | ``rccl``: the executor whose limits the
+    program meets; the chunk search keeps only chunk counts whose program fits).  ``name`` goes
+    into the file.  Each keyword is the ``a2a compile``
     option of the same name (``max_chunks`` is ``--max-chunks``), with the same
     defaults; errors name the option that way.
 
@@ -224,7 +237,8 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
         raise A2AError(f"--emit must be one of {', '.join(EMITS)}, got {emit!r}")
     kind = EMITS[emit][0]
     msccl = {k: v for k, v in (("channels", channels), ("instances", instances), ("proto", proto),
-                               ("min_bytes", min_bytes), ("max_bytes", max_bytes), ("rcs", rcs)) if v is not None}
+                               ("min_bytes", min_bytes), ("max_bytes", max_bytes), ("rcs", rcs),
+                                                   ("target", target)) if v is not None}
     if msccl and emit != "msccl":
         raise A2AError(f"{', '.join(map(flag, msccl))} appl{'ies' if len(msccl) == 1 else 'y'} to --emit msccl only")
     lower = _lowering(emit, name, msccl)
@@ -255,13 +269,16 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
             check_store_and_forward(fab)
         solve_options = {k: v for k, v in (("paths", paths), ("max_paths", max_paths), ("solver", solver)) if v}
         topology = _topology(source, remove_links or 0, remove_nodes or 0, seed or 0)
+        if emit == "msccl":
+            _check_msccl_size(topology.n_hosts)
         schedule = build_schedule(topology, fab, method, max_chunks=16 if max_chunks is None else max_chunks,
                                   min_fidelity=min_fidelity, steps=steps, solve_options=solve_options,
                                   program_time=_program_time(emit, lower, fab), progress=progress)
     t1 = time.perf_counter()
     program = lower(schedule)
     data = program_to_xml(program)
-    report = verify_bytes(data, f"<{emit}>", schedule_topology(schedule), schedule.fabric, lp=False)
+    report = verify_bytes(data, f"<{emit}>", schedule_topology(schedule), schedule.fabric, lp=False,
+                          **({"target": msccl["target"]} if "target" in msccl else {}))
     if not report.valid:  # a compiler bug, never a user error: keep the evidence
         raise RuntimeError("lowered program failed verification:\n" + "\n".join(report.messages()[:20]))
     return CompileResult(emit, program, data, schedule, report,

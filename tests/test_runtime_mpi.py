@@ -221,6 +221,14 @@ def test_msccl_tools_output_runs_byte_exact(name):
     assert [(r["bytes"], r["verified"], r["error"]) for r in out["results"]] == [(1, True, None), (99, True, None)]
 
 
+@pytest.mark.parametrize("name, chunks", [("alltoall-8n-0-9kb", 1), ("alltoall-8n-7mb-43mb", 8)])
+def test_rccl_shipped_files_run_byte_exact(name, chunks):
+    """RCCL's own all-to-all files (tests/data/rccl/README.md): 999 bytes pad the C = 8 chunks."""
+    out = run_json(8, DATA / "rccl" / f"{name}.xml", "-b", "1", "-e", "999", "-f", "999", "--check", "all")
+    assert (out["format"], out["nranks"], out["chunks_per_shard"]) == ("msccl", 8, chunks)
+    assert [(r["bytes"], r["verified"], r["error"]) for r in out["results"]] == [(1, True, None), (999, True, None)]
+
+
 def test_ctrl_c_during_a_run_is_one_line():
     """SIGINT to the whole job (what a terminal's Ctrl-C does) mid-sweep: rank 0 prints one line, every
     rank ends at once (the launcher reports 130, or 9 when it kills a rank that was still exiting)."""

@@ -356,7 +356,9 @@ def choose_chunks(res: _Resources, paths: list[list[np.ndarray]], cands: dict, l
     ``time`` is the schedule's stepped time (:func:`a2a_compiler.chunk.cost.stepped_time`,
     which the local search minimises) or, given ``program_time(schedule)``, the time of
     the program that will be emitted from it (MSCCL: its dataflow time), so ``C`` is
-    chosen on what is written.  Without ``min_fidelity`` the target is
+    chosen on what is written; a ``C`` whose program ``program_time`` refuses
+    (:class:`A2AError`: over a format limit) ends the search, and with no ``C`` left the
+    refusal is raised.  Without ``min_fidelity`` the target is
     :data:`FIDELITY_TARGET` and falling short is fine; with it, falling short raises
     :class:`A2AError` naming the best ``C`` found.
     """
@@ -364,18 +366,26 @@ def choose_chunks(res: _Resources, paths: list[list[np.ndarray]], cands: dict, l
         raise A2AError(f"--min-fidelity must be in (0, 1], got {min_fidelity}")
     target = FIDELITY_TARGET if min_fidelity is None else min_fidelity
     weights = [np.array([w for w, _ in plist]) for plist in cands.values()]
-    best = None
+    best = refused = None
     for C in [chunks] if chunks is not None else chunk_candidates(max_chunks):
         asg = _Assignment(res, C, paths, [largest_remainder(w, C) for w in weights])
         rebalance(asg)
         schedule = build(C, asg.counts)
-        fid = ratio(lp_time, asg.time() if program_time is None else program_time(schedule))
+        try:
+            fid = ratio(lp_time, asg.time() if program_time is None else program_time(schedule))
+        except A2AError as exc:  # the program outgrows its format's limits; larger C only grow it
+            refused = exc
+            if progress:
+                progress(f"chunking: C = {C} -> does not fit: {exc}")
+            break
         if progress:
             progress(f"chunking: C = {C} -> fidelity {fid:.4f}")
         if best is None or fid > best[0] + 1e-12:
             best = (fid, C, schedule)
         if fid >= target - TIE:
             break
+    if best is None:
+        raise refused
     if min_fidelity is not None and best[0] < min_fidelity - TIE:
         raise A2AError(f"no chunk count up to {max(chunks or 0, max_chunks)} reaches fidelity {min_fidelity:g}: "
                        f"the best is {best[0]:.4f} at C = {best[1]}; raise --max-chunks or lower --min-fidelity")

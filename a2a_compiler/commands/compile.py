@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..cli import command_parser
 from ..compiler import EMITS
 from ..errors import A2AError
+from ..formats.msccl_rules import TARGETS
 from .common import SPEC_HELP, add_chunking_args, add_fabric_args, add_output_args, add_topology_args, \
     nonnegative_int, positive_int, print_json, progress
 
@@ -68,6 +69,10 @@ def register(sub) -> None:
     for flag, kind, metavar, text in MSCCL_FLAGS:
         m.add_argument(flag, type=kind, metavar=metavar, help=text)
     m.add_argument("--proto", choices=("Simple", "LL", "LL128"), help="NCCL protocol the executor uses (default Simple)")
+    m.add_argument("--target", choices=sorted(TARGETS),
+                   help="MSCCL executor the file must load in: nccl (msccl-executor-nccl, default) or rccl (ROCm): "
+                        "thread blocks per GPU (1024 / 64), channels (32 / 128) and the parser's 4095 nodes per rank; "
+                        "the chunk count is chosen among programs that fit (docs/msccl.md)")
     m.add_argument("--rcs", action="store_true", default=None,
                    help="pass chunks straight on with rcs (receive-copy-send) steps where the reference allows it "
                         "(3-hop paths whose relays can stage the chunk in its output slot), on extra channels: "
@@ -81,7 +86,7 @@ def register(sub) -> None:
 #: ``a2a compile`` options that are keywords of :func:`a2a_compiler.compiler.compile`.
 OPTIONS = ("method", "link_bw", "host_bw", "forwarding", "remove_links", "remove_nodes", "seed", "max_chunks",
            "min_fidelity", "steps", "paths", "max_paths", "channels", "instances", "proto", "min_bytes",
-           "max_bytes", "rcs", "name")
+           "max_bytes", "rcs", "target", "name")
 
 
 def run(args) -> int:

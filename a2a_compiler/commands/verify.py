@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..cli import command_parser
 from ..errors import A2AError
+from ..formats.msccl_rules import DEFAULT_TARGET, TARGETS
 from .common import SPEC_HELP, add_fabric_args, add_topology_args, fabric_from_args, print_json, \
     topology_from_args
 
@@ -14,9 +15,11 @@ Verify a lowered all-to-all schedule in any of the three formats (detected from 
 root element: <algo> MSCCL, <oneccl_algo> oneCCL-style, <mpi_paths> MPI path).
 
 checks:
-  executor rules     MSCCL only: every rule the MSCCL executor applies (lexical form on the raw
+  executor rules     MSCCL only: every rule the --target executor applies (lexical form on the raw
                      text, required attributes, ids, <= 64 steps per tb, cnt, depid, offsets,
-                     one tb per (peer, channel, direction), dependencies, hasdep, nops)
+                     one tb per (peer, channel, direction), dependencies, hasdep, nops, thread
+                     blocks per GPU (nccl 1024, rccl 64), channels (nccl 32, rccl 128), the XML
+                     parser's <= 4095 nodes per rank and <= 1024 gpus; docs/msccl.md)
   data movement      symbolic execution with labelled chunks: every rank's output is the
                      all-to-all transpose, each chunk delivered once, no read of unwritten data,
                      no overwrite of live data, local accesses ordered by dependencies
@@ -47,6 +50,8 @@ def register(sub) -> None:
                    help=f"check transfers against this topology and compare with its LP optimum; {SPEC_HELP}")
     add_topology_args(p, positional=False)
     add_fabric_args(p)
+    p.add_argument("--target", choices=sorted(TARGETS), default=DEFAULT_TARGET,
+                   help="MSCCL executor whose limits apply: nccl (msccl-executor-nccl, default) or rccl (ROCm)")
     p.add_argument("--no-lp", action="store_true", help="with --topology, skip solving the LP for the optimum")
     p.add_argument("--deadlock-free", action="store_true",
                    help="MPI path files: prove the routes' channel dependency graph over (link, virtual channel) "
@@ -69,7 +74,7 @@ def run(args) -> int:
     try:
         topology = topology_from_args(args) if args.spec else None
         report = verify_file(args.file, topology, fabric_from_args(args), lp=not args.no_lp,
-                             deadlock_free=args.deadlock_free, strict=args.strict)
+                             deadlock_free=args.deadlock_free, strict=args.strict, target=args.target)
     except A2AError as exc:
         if not args.json:
             raise

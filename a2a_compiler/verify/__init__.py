@@ -51,6 +51,8 @@ class Report:
     file_lp_time: float | None = None     # the method's own LP time the file records (oneCCL, MPI paths)
     topology: str | None = None
     summary: str = ""
+    target: str | None = None             # the MSCCL executor whose limits applied
+    parser_nodes: int | None = None       # MSCCL: the most parser nodes any rank needs
 
     @property
     def valid(self) -> bool:
@@ -86,6 +88,8 @@ class Report:
             "ranks": self.ranks,
             "chunks_per_shard": self.chunks_per_shard,
             "summary": self.summary,
+            "target": self.target,
+            "parser_nodes": self.parser_nodes,
             "checks": {c: ("skipped: " + self.skipped[c] if c in self.skipped else
                            "fail" if self.errors[c] else "pass") for c in CHECKS},
             "errors": self.messages(),
@@ -103,22 +107,25 @@ class Report:
 
 
 def verify_file(path: str | os.PathLike, topology: Topology | None = None, fabric: Fabric | None = None,
-                lp: bool = True, deadlock_free: bool = False, strict: bool = False) -> Report:
+                lp: bool = True, deadlock_free: bool = False, strict: bool = False,
+                target: str = msccl_rules.DEFAULT_TARGET) -> Report:
     """Read ``path`` and :func:`verify_bytes` it."""
-    return verify_bytes(read_bytes(path), str(path), topology, fabric, lp, deadlock_free, strict)
+    return verify_bytes(read_bytes(path), str(path), topology, fabric, lp, deadlock_free, strict, target)
 
 
 def verify_bytes(data: bytes, source: str = "<xml>", topology: Topology | None = None,
                  fabric: Fabric | None = None, lp: bool = True, deadlock_free: bool = False,
-                 strict: bool = False) -> Report:
+                 strict: bool = False, target: str = msccl_rules.DEFAULT_TARGET) -> Report:
     """Run every check that applies to the file's format; with ``strict``, warnings are errors.
+
+    ``target`` names the MSCCL executor whose limits apply (:data:`~a2a_compiler.formats.msccl_rules.TARGETS`).
 
     Warnings name what the executor accepts but other tools do not (a receive
     whose fields differ from its send's, msccl-tools' convention) or what is
     unusual (many channels or thread blocks); ``strict`` files them under
     "executor rules" so the file is invalid.  See :func:`_verify`.
     """
-    report = _verify(data, source, topology, fabric, lp, deadlock_free)
+    report = _verify(data, source, topology, fabric, lp, deadlock_free, msccl_rules.get_target(target))
     if strict and report.warnings:
         report.errors["executor rules"] += [f"(--strict) {w}" for w in report.warnings]
         report.warnings = []
@@ -126,7 +133,7 @@ def verify_bytes(data: bytes, source: str = "<xml>", topology: Topology | None =
 
 
 def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric | None, lp: bool,
-            deadlock_free: bool) -> Report:
+            deadlock_free: bool, target: msccl_rules.Target) -> Report:
     """Run every check that applies to the file's format.
 
     Unreadable input (malformed XML, an unknown root, hostile constructs, bad
@@ -148,14 +155,17 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
         rules = report.errors["executor rules"]
         rules += msccl_rules.check_lexical(data)
         rules += msccl_rules.check_attributes(root)
-        findings = msccl_rules.check_rules(program)
+        findings = msccl_rules.check_rules(program, target)
         rules += findings.errors
         report.warnings += findings.warnings
         sound = findings.sound
         tbs = sum(len(g.tbs) for g in program.gpus)
         steps = sum(len(t.steps) for g in program.gpus for t in g.tbs)
+        nodes = max((msccl_rules.parser_nodes(program, g) for g in program.gpus), default=0)
+        report.target, report.parser_nodes = target.name, nodes
         report.summary = (f"{program.ngpus} gpus, {report.chunks_per_shard} chunk(s) per peer, "
-                          f"{program.nchannels} channel(s), {tbs} thread blocks, {steps} steps, proto {program.proto}")
+                          f"{program.nchannels} channel(s), {tbs} thread blocks, {steps} steps, "
+                          f"{nodes} parser nodes per rank (max; {target.name} target), proto {program.proto}")
         if sound and _too_big(report, program.nchunksperloop * 2 * len(program.gpus)
                               + sum(max(g.s_chunks, 0) for g in program.gpus)):
             sound = False
