@@ -98,3 +98,16 @@ def test_compile_fits_the_target_or_refuses_in_one_line():
         "--instances, or --emit mpi (MPI path schedules have no per-rank size limit)")
     with pytest.raises(A2AError, match=r"^2000 ranks: MSCCL XML holds at most 1024 <gpu> elements"):
         compile_schedule("genkautz:2000,4", "msccl")            # before any solving
+
+
+def test_channel_search_meets_the_fidelity_target_under_the_host_bottleneck():
+    """hypercube:3, 25 Gbit/s links, 50 Gbit/s hosts: LP 6 link-times.  One channel serialises each link's
+    messages on one connection (7.5, fidelity 0.8); the search tries 2, 4, 8 channels and 8 reach 6."""
+    fabric = {"link_bw": "25Gbps", "host_bw": "50Gbps"}
+    one = compile_schedule("hypercube:3", "msccl", channels=1, **fabric)
+    assert (one.chunks_per_shard, one.predicted_time, one.lp_time) == (2, 7.5, 6.0)
+    r = compile_schedule("hypercube:3", "msccl", **fabric)
+    assert (r.chunks_per_shard, r.program.nchannels, r.fidelity) == (2, 8, 1.0)
+    assert r.predicted_time == pytest.approx(6.0, abs=1e-9)
+    assert max(len(g.tbs) for g in r.program.gpus) <= 64 and r.report.valid  # loads in RCCL too
+    assert verify_bytes(r.data, "hc3", target="rccl").valid
