@@ -22,6 +22,7 @@ from .errors import A2AError
 #: ``emit`` -> (schedule kind, description).
 EMITS = {
     "msccl": ("link", "MSCCL executor XML (GPUs; docs/msccl.md)"),
+    "mscclpp": ("link", "MSCCL++ JSON execution plan (GPUs; docs/msccl.md)"),
     "oneccl": ("link", "oneCCL-style XML (CPUs; run with 'a2a run')"),
     "mpi": ("path", "MPI path schedule XML (routed; run with 'a2a run')"),
 }
@@ -158,7 +159,7 @@ class _Programs:
     """Lowers candidate schedules and prices them as :func:`compile` will write them.
 
     The chunk count search calls :meth:`time` for each candidate schedule, :func:`compile`
-    :meth:`lower` for the chosen one.  For MSCCL the time is the program's dataflow time;
+    :meth:`lower` for the chosen one.  For MSCCL and MSCCL++ the time is the program's dataflow time;
     without ``--channels`` each schedule is lowered with the fewest channels that fit, then
     with :data:`CHANNEL_CANDIDATES` channels, stopping at the first program that reaches the
     fidelity target, and the fastest is kept (separate connections let a relayed chunk
@@ -174,8 +175,8 @@ class _Programs:
 
         self._lower = LOWERINGS[emit]
         self.options = {"name": name, **(msccl if emit == "msccl" else {})}
-        self.priced = emit == "msccl"
-        self.search = self.priced and "channels" not in msccl
+        self.priced = emit in ("msccl", "mscclpp")
+        self.search = emit == "msccl" and "channels" not in msccl
         self.fabric = fabric
         self.target = FIDELITY_TARGET if fidelity is None else fidelity
         self.done: list[tuple] = []  # (schedule, time, program)
@@ -296,7 +297,7 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
         got = "link" if isinstance(source, LinkSchedule) else "path"
         if got != kind:
             raise A2AError(f"--emit {emit} needs a {kind} schedule, but this one is a {got} schedule (method "
-                           f"{source.method}); use --emit {'mpi' if got == 'path' else 'msccl or oneccl'}")
+                           f"{source.method}); use --emit {'mpi' if got == 'path' else 'msccl, mscclpp or oneccl'}")
         schedule = source
         programs = _Programs(emit, name, msccl, None, None)
     else:
@@ -308,7 +309,7 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
                 f"--emit {emit} needs a {kind} schedule: use --method "
                 f"{'tsmcf' if kind == 'link' else 'mcf-extp or pmcf'} ({method} gives "
                 + ("routes: emit them with --emit mpi)" if kind == "link" else
-                   "a time-stepped link schedule: emit it with --emit msccl or oneccl)"))
+                   "a time-stepped link schedule: emit it with --emit msccl, mscclpp or oneccl)"))
         if method != "pmcf" and (paths or max_paths):
             raise A2AError(f"--paths and --max-paths choose pmcf's candidate paths, not {method}'s")
         fab = _fabric(fabric, link_bw, host_bw, forwarding)

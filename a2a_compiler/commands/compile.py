@@ -12,6 +12,7 @@ from .common import SPEC_HELP, add_chunking_args, add_fabric_args, add_output_ar
 EPILOG = """\
 formats and the methods that feed them (docs/formats.md):
   --emit msccl   link schedule from tsmcf: thread blocks, sends/receives, scratch relays
+  --emit mscclpp link schedule from tsmcf: MSCCL++ execution plan (JSON): puts, signals, waits
   --emit oneccl  link schedule from tsmcf: per-step asynchronous sends/receives + sync
   --emit mpi     path schedule from mcf-extp (default) or pmcf: routes per shard
 
@@ -25,11 +26,12 @@ multiply by m/b).  The predicted time is the program's, as 'a2a verify' prices i
   fidelity   = LP time / predicted time, LP time the method's own LP optimum (certified)
   MCF ratio  = MCF time / predicted time, MCF time the link MCF optimum (certified): the best
                any schedule can do on this fabric.  Both are <= 1.
---forwarding nic is refused for msccl/oneccl: their programs relay through the ranks'
+--forwarding nic is refused for msccl/mscclpp/oneccl: their programs relay through the ranks'
 scratch buffers (host store-and-forward); NIC-routed paths are --emit mpi.
 
 examples:
   a2a compile hypercube:3 --emit msccl -o hc3.xml
+  a2a compile torus:3x3x3 --emit mscclpp -o t3.json
   a2a compile torus:3x3x3 --link-bw 25Gbps --host-bw 100Gbps --emit oneccl -o t3.xml
   a2a compile torus:3x3x3 --link-bw 25Gbps --host-bw 100Gbps --emit msccl --min-fidelity 0.99 -o t3.xml
   a2a compile fattree:4,2 --emit mpi --method pmcf --paths shortest -o ft-paths.xml
@@ -61,7 +63,8 @@ def register(sub) -> None:
     p.add_argument("--emit", choices=sorted(EMITS), required=True,
                    help="output format: " + "; ".join(f"{k}: {v[1]}" for k, v in EMITS.items()))
     p.add_argument("--method", choices=("tsmcf", "mcf-extp", "pmcf"),
-                   help="solver: tsmcf for --emit msccl/oneccl (default), mcf-extp (default) or pmcf for --emit mpi")
+                   help="solver: tsmcf for --emit msccl/mscclpp/oneccl (default), mcf-extp (default) or pmcf for "
+                        "--emit mpi")
     add_topology_args(p, positional=False)
     add_fabric_args(p)
     add_chunking_args(p)
@@ -108,12 +111,12 @@ def run(args) -> int:
         return 0
     print(f"compiled   {out['spec']} {out['method']} -> {args.emit} ({out['program']})")
     print(f"predicted  {out['predicted_time']:.6g} link-times (unit shards) for the program"
-          + (" as a dataflow" if args.emit == "msccl" else ""))
+          + (" as a dataflow" if args.emit in ("msccl", "mscclpp") else ""))
     print(f"LP         {out['lp_time']:.6g} link-times, {out['method']}'s own LP (certified): "
           f"fidelity {out['fidelity']:.4f}")
     print(f"MCF        {out['mcf_time']:.6g} link-times, the link MCF optimum (certified): "
           f"ratio {out['mcf_ratio']:.4f}")
-    print("verified   " + ("executor rules, data movement, deadlock freedom, links" if args.emit == "msccl"
+    print("verified   " + ("executor rules, data movement, deadlock freedom, links" if args.emit in ("msccl", "mscclpp")
                            else "data movement, links"))
     print(f"saved      {args.output}")
     return 0

@@ -96,7 +96,7 @@ def run(args) -> int:
     perf = report.perf
     if perf is not None:
         line = f"  predicted time     {perf.predicted_time:.6g} link-times"
-        if report.format == "msccl":
+        if report.format in ("msccl", "mscclpp"):
             line += " as a dataflow"
         elif report.format == "oneccl":
             line += f" over {len(perf.step_loads)} steps"

@@ -25,9 +25,10 @@ from ..deadlock import find_deadlock
 from ..fabric import Fabric
 from ..files import read_bytes
 from ..formats import FORMATS, detect_format
+from ..formats.mscclpp import looks_like_plan, parse_mscclpp
 from ..formats.xmlutil import parse_xml
 from ..topology.model import Topology
-from ..formats import msccl_rules
+from ..formats import msccl_rules, mscclpp_rules
 from . import performance, simulate, topology_check
 
 CHECKS = ("executor rules", "data movement", "deadlock freedom", "topology")
@@ -146,11 +147,32 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
     (:func:`a2a_compiler.deadlock.find_deadlock`; layers or per-hop ``vcs``).
     """
     fabric = fabric or Fabric()
-    root = parse_xml(data, source)
-    fmt = detect_format(root, source)
-    program = FORMATS[fmt].from_element(root, source)
+    if looks_like_plan(data):
+        fmt, program = "mscclpp", parse_mscclpp(data, source)
+    else:
+        root = parse_xml(data, source)
+        fmt = detect_format(root, source)
+        program = FORMATS[fmt].from_element(root, source)
     caps = None if topology is None else topology_check.link_capacities(topology)
-    if fmt == "msccl":
+    if fmt == "mscclpp":
+        report = Report(source, fmt, program.nranks, program.chunks_per_shard)
+        findings = mscclpp_rules.check_rules(program)
+        report.errors["executor rules"] += findings.errors
+        report.warnings += findings.warnings
+        g_ops = [sum(len(op.ops or ()) + 1 for op in tb.ops) for g in program.gpus for tb in g.threadblocks]
+        report.summary = (f"{program.nranks} gpus, {report.chunks_per_shard} chunk(s) per peer, "
+                          f"{'in-place' if program.inplace else 'out-of-place'}, "
+                          f"{sum(len(g.threadblocks) for g in program.gpus)} threadblocks, {sum(g_ops)} ops "
+                          f"(at most {max(g_ops, default=0)} per threadblock), protocol {program.protocol}")
+        if not findings.sound or _too_big(report, 3 * program.nranks * program.nranks * max(report.chunks_per_shard, 1)
+                                          + sum(max(g.scratch_chunks, 0) for g in program.gpus)):
+            why = "the plan breaks structural executor rules (see above)"
+            report.skipped = {c: why for c in ("data movement", "deadlock freedom", "topology") if not report.errors[c]}
+            return report
+        trace = simulate.simulate_mscclpp(program)
+        for m in trace.errors:
+            report.errors["deadlock freedom" if m.startswith("deadlock") else "data movement"].append(m)
+    elif fmt == "msccl":
         report = Report(source, fmt, program.ngpus, program.nchunksperloop // max(program.ngpus, 1))
         rules = report.errors["executor rules"]
         rules += msccl_rules.check_lexical(data)
@@ -215,7 +237,7 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
         if fmt == "mpi":
             terr += topology_check.check_routes(program, topology)
         else:
-            terr += topology_check.check_moves(trace.moves, topology, "gpu" if fmt == "msccl" else "rank")
+            terr += topology_check.check_moves(trace.moves, topology, "rank" if fmt == "oneccl" else "gpu")
     if report.valid:  # the cost model needs a complete, well-formed schedule
         report.perf = performance.program_performance(program, fabric, caps, trace)
         report.file_lp_time = getattr(program, "lp_time", None)

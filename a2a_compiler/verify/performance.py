@@ -7,7 +7,8 @@ execution found (:class:`~a2a_compiler.verify.simulate.Move`):
 
 * oneCCL programs: stepped execution, one step per oneCCL step (they sync);
 * MPI path programs: stepped execution in one step (every route at once);
-* MSCCL programs: dataflow execution (the executor has no global steps).
+* MSCCL programs and MSCCL++ plans: dataflow execution (the executors have no global steps;
+  an MSCCL++ put follows the puts that brought its data and the threadblock's previous put).
 
 ``compile`` reports exactly these numbers for the file it writes
 (:func:`program_performance`), so compile and verify always agree.
@@ -93,11 +94,14 @@ def program_performance(program, fabric: Fabric, capacity=None, trace=None) -> P
     ``trace``: the program's symbolic execution if already done (else it is run).
     The program must be valid (the cost model needs a complete schedule).
     """
-    from ..formats import MpiPathProgram, MscclProgram
+    from ..formats import MpiPathProgram, MscclppProgram, MscclProgram
     from . import simulate
 
     if isinstance(program, MpiPathProgram):
         return routed_performance(program, fabric, capacity)
+    if isinstance(program, MscclppProgram):
+        trace = trace or simulate.simulate_mscclpp(program)
+        return dataflow_performance(trace.moves, trace.chunks_per_shard, fabric, capacity, program.nranks)
     if isinstance(program, MscclProgram):
         trace = trace or simulate.simulate_msccl(program)
         return dataflow_performance(trace.moves, trace.chunks_per_shard, fabric, capacity, program.ngpus)
