@@ -125,18 +125,19 @@ class CompileResult:
         }
 
 
-def _fabric(fabric, link_bw, host_bw, forwarding):
+def _fabric(fabric, link_bw, host_bw, forwarding, nvlink_bw=None):
     from .fabric import Fabric, parse_bandwidth
 
     if fabric is not None:
-        if (link_bw, host_bw, forwarding) != (None, None, None):
-            raise A2AError("give either fabric= or link_bw/host_bw/forwarding, not both")
+        if (link_bw, host_bw, forwarding, nvlink_bw) != (None, None, None, None):
+            raise A2AError("give either fabric= or link_bw/host_bw/forwarding/nvlink_bw, not both")
         return fabric
 
     def bw(value, option):
         return value if value is None or not isinstance(value, str) else parse_bandwidth(value, option)
 
-    return Fabric(bw(link_bw, "--link-bw"), bw(host_bw, "--host-bw"), forwarding or "host")
+    return Fabric(bw(link_bw, "--link-bw"), bw(host_bw, "--host-bw"), forwarding or "host",
+                  bw(nvlink_bw, "--nvlink-bw"))
 
 
 def _topology(source, remove_links: int, remove_nodes: int, seed: int):
@@ -169,12 +170,19 @@ class _Programs:
     computes itself (:meth:`time` is then None).
     """
 
-    def __init__(self, emit: str, name: str | None, msccl: dict, fabric, fidelity: float | None):
+    def __init__(self, emit: str, name: str | None, msccl: dict, fabric, fidelity: float | None, physical=None):
         from .chunk.chunking import FIDELITY_TARGET
         from .lower import LOWERINGS
 
         self._lower = LOWERINGS[emit]
         self.options = {"name": name, **(msccl if emit == "msccl" else {})}
+        self.physical, self.routes = physical, None
+        if physical is not None:  # switches forward, programs connect hosts: priced on the physical links
+            from .topology.switched import host_nodes, switch_routes
+
+            self.routes = switch_routes(physical)
+            if emit == "mscclpp":
+                self.options["nodes"] = tuple(host_nodes(physical).tolist())
         self.priced = emit in ("msccl", "mscclpp")
         self.search = emit == "msccl" and "channels" not in msccl
         self.fabric = fabric
@@ -194,8 +202,10 @@ class _Programs:
         from .verify.performance import program_performance
         from .verify.topology_check import schedule_capacities
 
-        return program_performance(program, self.fabric or schedule.fabric,
-                                   schedule_capacities(schedule)).predicted_time
+        from .verify.topology_check import link_capacities
+
+        caps = schedule_capacities(schedule) if self.physical is None else link_capacities(self.physical)
+        return program_performance(program, self.fabric or schedule.fabric, caps, routes=self.routes).predicted_time
 
     def _best(self, schedule):
         from .chunk.chunking import TIE
@@ -232,7 +242,7 @@ def _check_msccl_size(n_hosts: int) -> None:
 
 
 #: Keywords of :func:`compile` that solve and chunk (refused for an already chunked schedule).
-SOLVE_OPTIONS = ("method", "fabric", "link_bw", "host_bw", "forwarding", "remove_links", "remove_nodes", "seed",
+SOLVE_OPTIONS = ("method", "fabric", "link_bw", "host_bw", "forwarding", "nvlink_bw", "remove_links", "remove_nodes", "seed",
                  "max_chunks", "min_fidelity", "steps", "paths", "max_paths", "solver")
 
 
@@ -242,7 +252,7 @@ def flag(keyword: str) -> str:
 
 
 def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=None, link_bw=None, host_bw=None,
-            forwarding: str | None = None, remove_links: int | None = None, remove_nodes: int | None = None,
+            forwarding: str | None = None, nvlink_bw=None, remove_links: int | None = None, remove_nodes: int | None = None,
             seed: int | None = None, max_chunks: int | None = None, min_fidelity: float | None = None,
             steps: int | None = None, paths: str | None = None, max_paths: int | None = None,
             solver: str | None = None, channels: int | None = None, instances: int | None = None,
@@ -259,7 +269,11 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
     ``mpi`` (path schedule, ``method`` ``mcf-extp`` (default) or ``pmcf`` with
     ``paths`` = ``disjoint`` | ``shortest`` | ``ksp:K``, ``max_paths``).
     Fabric: ``link_bw``, ``host_bw`` (``"25Gbps"`` or bytes/s), ``forwarding``
-    (``host`` | ``nic``), or a :class:`~a2a_compiler.fabric.Fabric`.  Failures:
+    (``host`` | ``nic``), ``nvlink_bw`` (NVLinks of ``nvswitch:`` topologies), or a
+    :class:`~a2a_compiler.fabric.Fabric`.  On a topology with switches a link program connects
+    hosts and the switches forward: tsMCF schedules the hosts-through-switches graph
+    (:func:`~a2a_compiler.topology.switched.switch_graph`), the program is priced and verified on
+    the physical links, and ``mcf_time`` is the physical topology's link MCF optimum.  Failures:
     ``remove_links``, ``remove_nodes``, ``seed``.  Chunking: ``max_chunks``
     (16), ``min_fidelity`` (the smallest ``C`` reaching it; for MSCCL measured
     on the lowered program), tsMCF ``steps``.  MSCCL: ``channels``,
@@ -274,6 +288,7 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
     ``a2a verify``.  Bad input raises :class:`~a2a_compiler.errors.A2AError`.
     """
     from .chunk import SCHEDULE_METHODS, build_schedule
+    from .fabric import apply_link_classes
     from .chunk.ir import LinkSchedule, PathSchedule
     from .formats import program_to_xml
     from .lower.placement import check_store_and_forward
@@ -312,21 +327,33 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
                    "a time-stepped link schedule: emit it with --emit msccl, mscclpp or oneccl)"))
         if method != "pmcf" and (paths or max_paths):
             raise A2AError(f"--paths and --max-paths choose pmcf's candidate paths, not {method}'s")
-        fab = _fabric(fabric, link_bw, host_bw, forwarding)
+        fab = _fabric(fabric, link_bw, host_bw, forwarding, nvlink_bw)
         if kind == "link":
             check_store_and_forward(fab)
         solve_options = {k: v for k, v in (("paths", paths), ("max_paths", max_paths), ("solver", solver)) if v}
-        topology = _topology(source, remove_links or 0, remove_nodes or 0, seed or 0)
+        topology = apply_link_classes(_topology(source, remove_links or 0, remove_nodes or 0, seed or 0), fab)
         if emit == "msccl":
             _check_msccl_size(topology.n_hosts)
-        programs = _Programs(emit, name, msccl, fab, min_fidelity)
+        physical = topology if kind == "link" and topology.n_switches else None
+        if physical is not None:  # link programs connect hosts; the switches forward (topology.switched)
+            from .topology.switched import switch_graph
+
+            topology = switch_graph(physical)[0]
+        programs = _Programs(emit, name, msccl, fab, min_fidelity, physical)
         schedule = build_schedule(topology, fab, method, max_chunks=16 if max_chunks is None else max_chunks,
                                   min_fidelity=min_fidelity, steps=steps, solve_options=solve_options,
                                   program_time=programs.time, progress=progress)
+        if physical is not None:
+            from dataclasses import replace
+
+            from .solve import solve
+
+            schedule = replace(schedule, info={**schedule.info, "mcf_time": solve(physical, fab, "mcf-decomp").lp_time,
+                                               "switched": physical.spec})
     t1 = time.perf_counter()
     program = programs.lower(schedule)
     data = program_to_xml(program)
-    report = verify_bytes(data, f"<{emit}>", schedule_topology(schedule), schedule.fabric, lp=False,
+    report = verify_bytes(data, f"<{emit}>", programs.physical or schedule_topology(schedule), schedule.fabric, lp=False,
                           **({"target": msccl["target"]} if "target" in msccl else {}))
     if not report.valid:  # a compiler bug, never a user error: keep the evidence
         raise RuntimeError("lowered program failed verification:\n" + "\n".join(report.messages()[:20]))

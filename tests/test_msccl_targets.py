@@ -111,3 +111,27 @@ def test_channel_search_meets_the_fidelity_target_under_the_host_bottleneck():
     assert r.predicted_time == pytest.approx(6.0, abs=1e-9)
     assert max(len(g.tbs) for g in r.program.gpus) <= 64 and r.report.valid  # loads in RCCL too
     assert verify_bytes(r.data, "hc3", target="rccl").valid
+
+
+def test_nvswitch_programs_beside_msccl_tools_two_and_three_step():
+    """nvswitch:2,4 (2 servers x 4 GPUs, NVLink 3.6 Tbit/s, NICs 400 Gbit/s on rail switches): our program
+    reaches the link MCF optimum, 4 link-times; msccl-tools' two-step takes 4.333, its three-step 18.667
+    (tests/data/msccl_tools/README.md), all priced on the physical links by the same cost model."""
+    nv = {"link_bw": "400Gbps", "nvlink_bw": "3.6Tbps"}
+    ours = compile_schedule("nvswitch:2,4", "msccl", **nv)
+    assert ours.predicted_time == pytest.approx(4.0) and ours.mcf_time == pytest.approx(4.0, rel=1e-6)
+    from a2a_compiler.fabric import Fabric, apply_link_classes
+    from a2a_compiler.topology.spec import from_spec
+
+    fabric = Fabric(400e9 / 8, nvlink_bw=3.6e12 / 8)
+    topo = apply_link_classes(from_spec("nvswitch:2,4"), fabric)
+    tools = Path(__file__).resolve().parent / "data" / "msccl_tools"
+    times = {}
+    for name in ("two_step_2x4_Simple", "three_step_2x4_i1"):
+        data = (tools / f"{name}.xml").read_bytes().replace(
+            b' inplace="0">', b' inplace="0" outofplace="1" minBytes="0" maxBytes="0">', 1)
+        r = verify_bytes(data, name, topo, fabric, lp=False)
+        assert r.valid, r.messages()
+        times[name] = r.perf.predicted_time
+    assert times == pytest.approx({"two_step_2x4_Simple": 13 / 3, "three_step_2x4_i1": 56 / 3})
+    assert verify_bytes(ours.data, "ours", topo, fabric, lp=False).perf.predicted_time == pytest.approx(4.0)

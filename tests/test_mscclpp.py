@@ -82,3 +82,15 @@ def test_compiled_plans_meet_the_executor_limits(spec, fabric, chunks, predicted
     kinds = {c.channel_type for g in plan.gpus for c in g.channels}
     assert kinds == {"port"}  # every rank is its own node: port channels across nodes
     assert verify_bytes(r.data, "p", from_spec(spec), lp=False).valid
+
+
+NV = {"link_bw": "400Gbps", "nvlink_bw": "3.6Tbps"}
+
+
+def test_nvswitch_plans_use_memory_channels_inside_a_server_and_port_channels_across():
+    r = compile_schedule("nvswitch:2,4", "mscclpp", **NV)
+    assert r.report.valid and r.predicted_time == pytest.approx(4.0) and r.mcf_time == pytest.approx(4.0, rel=1e-6)
+    for g in r.program.gpus:
+        kinds = {c.channel_type: set(c.connected_to) for c in g.channels}
+        server = set(range(g.id // 4 * 4, g.id // 4 * 4 + 4)) - {g.id}
+        assert kinds["memory"] == server and kinds["port"] == {(g.id + 4) % 8}  # the same rail in the other server

@@ -15,7 +15,7 @@ Layout of rank ``v`` (docs/formats.md):
 
 Every signal has its own connection, one per (producer threadblock, consumer
 threadblock): a producer signals a consumer after each of its steps whose chunks the
-consumer relays first, and the consumer waits once for each, so counts always match.  Ranks on one node (``gpus_per_node``) use memory
+consumer relays first, and the consumer waits once for each, so counts always match.  Ranks on one node (``nodes``) use memory
 channels, across nodes port channels (proxy-driven, so a put is flushed before a signal on
 another connection).  ``nop`` s (``__syncthreads``) separate the threads copying data from
 the thread that signals, and a wait from the copy that reads its data.
@@ -36,23 +36,22 @@ from .placement import place
 SCALES_FURTHER = "--emit mpi (MPI path schedules) or --emit msccl"
 
 
-def lower_mscclpp(schedule: LinkSchedule, *, name: str | None = None, gpus_per_node: int = 1) -> MscclppProgram:
+def lower_mscclpp(schedule: LinkSchedule, *, name: str | None = None, nodes=None) -> MscclppProgram:
     """Lower a time-stepped link schedule to an out-of-place MSCCL++ all-to-all plan (module docstring).
 
-    ``gpus_per_node``: ranks ``k·G .. k·G+G-1`` share a node (memory channels between them,
-    port channels to other nodes).  Raises :class:`A2AError`, one line naming the limit, when
-    a threadblock would exceed the executor's operations or channels.
+    ``nodes[r]``: the node (server) of rank ``r`` (default: each rank its own); ranks of one node
+    share memory channels, others port channels
+    (:func:`~a2a_compiler.topology.switched.host_nodes`).  Raises :class:`A2AError`, one line
+    naming the limit, when a threadblock would exceed the executor's operations or channels.
     """
-    if gpus_per_node < 1:
-        raise A2AError(f"gpus per node must be at least 1, got {gpus_per_node}")
     pl = place(schedule, lanes=1)
+    node = list(range(schedule.n_ranks)) if nodes is None else [int(x) for x in nodes]
     n, C = pl.n_ranks, pl.chunks_per_shard
     kind = {}
     runs: dict[tuple[int, int], list] = defaultdict(list)   # (u, v) -> runs u -> v in order
     for r in pl.runs:
         runs[(r.src, r.dst)].append(r)
-        kind[(r.src, r.dst)] = kind[(r.dst, r.src)] = "memory" if r.src // gpus_per_node == r.dst // gpus_per_node \
-            else "port"
+        kind[(r.src, r.dst)] = kind[(r.dst, r.src)] = "memory" if node[r.src] == node[r.dst] else "port"
     by_id = {r.id: r for r in pl.runs}
     outs = {v: sorted(w for (u, w) in runs if u == v) for v in range(n)}
     ins = {v: sorted(u for (u, w) in runs if w == v) for v in range(n)}

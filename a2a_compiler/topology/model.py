@@ -11,6 +11,9 @@ Conventions (relied on throughout the pipeline):
   no parallel links.
 * ``notes`` record modelling choices a reader must know (e.g. a Slim Fly whose
   routers double as hosts); they travel with the JSON file.
+* ``classes`` optionally names each link's class (``"nvlink"`` for a GPU's NVLink to its
+  server's NVSwitch); a :class:`~a2a_compiler.fabric.Fabric` with a bandwidth for a class
+  scales those links' capacities (:func:`~a2a_compiler.fabric.apply_link_classes`).
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ class Topology:
     names: tuple[str, ...]
     coords: tuple[tuple[int, ...], ...] | None = None
     notes: tuple[str, ...] = ()
+    classes: tuple[str, ...] = ()   # per link, or empty (every link plain)
 
     # ----------------------------------------------------------- construction
     @classmethod
@@ -70,6 +74,7 @@ class Topology:
         coords=None,
         notes=(),
         undirected: bool = True,
+        classes=None,
     ) -> "Topology":
         """Build a topology from ``(u, v)`` pairs.
 
@@ -81,11 +86,13 @@ class Topology:
         n = n_hosts + n_switches
         pairs = np.asarray(list(links), dtype=np.int64).reshape(-1, 2)
         cap = np.broadcast_to(np.asarray(1.0 if capacity is None else capacity, dtype=float), (len(pairs),))
+        kinds = np.array(list(classes) if classes is not None else [""] * len(pairs), dtype=object).reshape(-1)
         if undirected:
             pairs = np.concatenate([pairs, pairs[:, ::-1]])
             cap = np.concatenate([cap, cap])
+            kinds = np.concatenate([kinds, kinds])
         keep = pairs[:, 0] != pairs[:, 1]
-        pairs, cap = pairs[keep], cap[keep]
+        pairs, cap, kinds = pairs[keep], cap[keep], kinds[keep]
         if len(pairs) and (pairs.min() < 0 or pairs.max() >= n):
             raise FormatError(f"{spec}: link endpoint outside 0..{n - 1}")
         key = pairs[:, 0] * n + pairs[:, 1]
@@ -102,6 +109,7 @@ class Topology:
             names=tuple(names),
             coords=None if coords is None else tuple(tuple(int(x) for x in c) for c in coords),
             notes=tuple(str(x) for x in notes),
+            classes=() if classes is None else tuple(str(c) for c in kinds[first]),
         )
 
     def __post_init__(self):
@@ -112,6 +120,8 @@ class Topology:
             raise FormatError(f"{self.spec}: names/coords must have one entry per node ({n} nodes)")
         if not (len(self.src) == len(self.dst) == len(self.capacity)):
             raise FormatError(f"{self.spec}: src/dst/capacity lengths differ")
+        if self.classes and len(self.classes) != len(self.src):
+            raise FormatError(f"{self.spec}: classes must name one class per link")
         if np.any(self.capacity < 0) or not np.all(np.isfinite(self.capacity)):
             raise FormatError(f"{self.spec}: link capacities must be finite and >= 0")
         key = self.src * n + self.dst

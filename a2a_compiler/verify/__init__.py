@@ -239,7 +239,12 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
         else:
             terr += topology_check.check_moves(trace.moves, topology, "rank" if fmt == "oneccl" else "gpu")
     if report.valid:  # the cost model needs a complete, well-formed schedule
-        report.perf = performance.program_performance(program, fabric, caps, trace)
+        routes = None
+        if topology is not None and topology.n_switches and fmt in ("msccl", "mscclpp"):
+            from ..topology.switched import switch_routes
+
+            routes = switch_routes(topology)
+        report.perf = performance.program_performance(program, fabric, caps, trace, routes)
         report.file_lp_time = getattr(program, "lp_time", None)
         if report.file_lp_time and report.fidelity is None:
             report.warnings.append(

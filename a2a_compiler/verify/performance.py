@@ -74,24 +74,30 @@ def routed_performance(program, fabric: Fabric, capacity=None) -> Performance:
     return _stepped(model, hops, 1, program.chunks_per_shard)
 
 
-def dataflow_performance(moves, chunks_per_shard: int, fabric: Fabric, capacity=None, n_ranks: int = 0) -> Performance:
+def dataflow_performance(moves, chunks_per_shard: int, fabric: Fabric, capacity=None, n_ranks: int = 0,
+                         routes=None) -> Performance:
     """An MSCCL program's moves (``after`` set) -> dataflow :class:`Performance`; ``step_loads``
-    holds one entry, the busiest link's total load."""
+    holds one entry, the busiest link's total load.  ``routes`` (:func:`~a2a_compiler.topology.switched.
+    switch_routes`) gives the path of a move between hosts joined through a switch."""
     n_ranks = max([n_ranks] + [max(m.src, m.dst) + 1 for m in moves])
-    model = _model({(m.src, m.dst) for m in moves}, n_ranks, fabric, capacity)
-    messages = [Message(m.src, m.dst, tuple(lab[0] for lab in m.labels), tuple(lab[1] for lab in m.labels), m.after)
-                for m in moves]
-    hops = [(0, m.src, m.dst, o, d, 1) for m in moves for o, d, _ in m.labels]
+    routes = routes or {}
+    path = {(m.src, m.dst): routes.get((m.src, m.dst), (m.src, m.dst)) for m in moves}
+    model = _model({e for p in path.values() for e in zip(p, p[1:])}, n_ranks, fabric, capacity)
+    messages = [Message(m.src, m.dst, tuple(lab[0] for lab in m.labels), tuple(lab[1] for lab in m.labels), m.after,
+                        path[(m.src, m.dst)]) for m in moves]
+    hops = [(0, u, v, o, d, 1) for m in moves for u, v in zip(path[(m.src, m.dst)], path[(m.src, m.dst)][1:])
+            for o, d, _ in m.labels]
     loads = _stepped(model, hops, 1, chunks_per_shard) if hops else None
     busiest = (loads.busiest, loads.busiest_load) if loads else ((-1, -1), 0.0)
     return Performance(dataflow_time(messages, model, chunks_per_shard), (busiest[1],) if loads else (), *busiest)
 
 
-def program_performance(program, fabric: Fabric, capacity=None, trace=None) -> Performance:
+def program_performance(program, fabric: Fabric, capacity=None, trace=None, routes=None) -> Performance:
     """The predicted time of a lowered program, as ``a2a verify`` and ``compile`` report it.
 
     ``capacity``: ``{(u, v): cap}`` of the topology (default: used pairs at 1);
-    ``trace``: the program's symbolic execution if already done (else it is run).
+    ``trace``: the program's symbolic execution if already done (else it is run);
+    ``routes``: paths through switches of MSCCL / MSCCL++ messages between hosts that no link joins.
     The program must be valid (the cost model needs a complete schedule).
     """
     from ..formats import MpiPathProgram, MscclppProgram, MscclProgram
@@ -101,9 +107,9 @@ def program_performance(program, fabric: Fabric, capacity=None, trace=None) -> P
         return routed_performance(program, fabric, capacity)
     if isinstance(program, MscclppProgram):
         trace = trace or simulate.simulate_mscclpp(program)
-        return dataflow_performance(trace.moves, trace.chunks_per_shard, fabric, capacity, program.nranks)
+        return dataflow_performance(trace.moves, trace.chunks_per_shard, fabric, capacity, program.nranks, routes)
     if isinstance(program, MscclProgram):
         trace = trace or simulate.simulate_msccl(program)
-        return dataflow_performance(trace.moves, trace.chunks_per_shard, fabric, capacity, program.ngpus)
+        return dataflow_performance(trace.moves, trace.chunks_per_shard, fabric, capacity, program.ngpus, routes)
     trace = trace or simulate.simulate_oneccl(program)
     return stepped_performance(trace.moves, program.nranks, program.chunks_per_shard, fabric, capacity)
