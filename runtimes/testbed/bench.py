@@ -77,8 +77,10 @@ class BenchResult:
         return cls(header, obj["results"], obj["warnings"])
 
 
-def link_chunks(program) -> dict[tuple[int, int], int]:
-    """Chunks each directed link carries in one call of ``program`` (every hop of every route or message)."""
+def link_chunks(program, routes=None) -> dict[tuple[int, int], int]:
+    """Chunks each directed link carries in one call of ``program`` (every hop of every route or message;
+    ``routes`` gives the switch path of a message between hosts no link joins)."""
+    from a2a_compiler.formats import MscclppProgram
     from a2a_compiler.verify import simulate
 
     count: Counter = Counter()
@@ -87,9 +89,12 @@ def link_chunks(program) -> dict[tuple[int, int], int]:
             for u, v in zip(s.nodes, s.nodes[1:]):
                 count[(u, v)] += len(s.chunks)
         return dict(count)
-    trace = simulate.simulate_msccl(program) if isinstance(program, MscclProgram) else simulate.simulate_oneccl(program)
-    for m in trace.moves:
-        count[(m.src, m.dst)] += len(m.labels)
+    run = (simulate.simulate_msccl if isinstance(program, MscclProgram) else
+           simulate.simulate_mscclpp if isinstance(program, MscclppProgram) else simulate.simulate_oneccl)
+    for m in run(program).moves:
+        path = (routes or {}).get((m.src, m.dst), (m.src, m.dst))
+        for u, v in zip(path, path[1:]):
+            count[(u, v)] += len(m.labels)
     return dict(count)
 
 
@@ -104,7 +109,12 @@ def prepare(path: Path, topology: Topology, fabric: Fabric) -> Item:
     mode = None
     if fmt == "mpi":
         mode = "direct" if fabric.forwarding == "nic" else "relay"
-    return Item(path.stem, "schedule", program, path, mode, report.perf.predicted_time, link_chunks(program),
+    routes = None
+    if topology.n_switches and fmt not in ("mpi", "oneccl"):
+        from a2a_compiler.topology.switched import switch_routes
+
+        routes = switch_routes(topology)
+    return Item(path.stem, "schedule", program, path, mode, report.perf.predicted_time, link_chunks(program, routes),
                 report.chunks_per_shard)
 
 
