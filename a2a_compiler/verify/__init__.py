@@ -164,14 +164,10 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
                           f"{'in-place' if program.inplace else 'out-of-place'}, "
                           f"{sum(len(g.threadblocks) for g in program.gpus)} threadblocks, {sum(g_ops)} ops "
                           f"(at most {max(g_ops, default=0)} per threadblock), protocol {program.protocol}")
-        if not findings.sound or _too_big(report, 3 * program.nranks * program.nranks * max(report.chunks_per_shard, 1)
-                                          + sum(max(g.scratch_chunks, 0) for g in program.gpus)):
-            why = "the plan breaks structural executor rules (see above)"
-            report.skipped = {c: why for c in ("data movement", "deadlock freedom", "topology") if not report.errors[c]}
+        trace = _executor_trace(report, findings.sound, 3 * program.nranks ** 2 * max(report.chunks_per_shard, 1)
+                                + sum(max(g.scratch_chunks, 0) for g in program.gpus), simulate.simulate_mscclpp, program)
+        if trace is None:
             return report
-        trace = simulate.simulate_mscclpp(program)
-        for m in trace.errors:
-            report.errors["deadlock freedom" if m.startswith("deadlock") else "data movement"].append(m)
     elif fmt == "msccl":
         report = Report(source, fmt, program.ngpus, program.nchunksperloop // max(program.ngpus, 1))
         rules = report.errors["executor rules"]
@@ -188,16 +184,10 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
         report.summary = (f"{program.ngpus} gpus, {report.chunks_per_shard} chunk(s) per peer, "
                           f"{program.nchannels} channel(s), {tbs} thread blocks, {steps} steps, "
                           f"{nodes} parser nodes per rank (max; {target.name} target), proto {program.proto}")
-        if sound and _too_big(report, program.nchunksperloop * 2 * len(program.gpus)
-                              + sum(max(g.s_chunks, 0) for g in program.gpus)):
-            sound = False
-        if not sound:
-            why = "the program breaks structural executor rules (see above)"
-            report.skipped = {c: why for c in ("data movement", "deadlock freedom", "topology") if not report.errors[c]}
+        trace = _executor_trace(report, sound, program.nchunksperloop * 2 * len(program.gpus)
+                                + sum(max(g.s_chunks, 0) for g in program.gpus), simulate.simulate_msccl, program)
+        if trace is None:
             return report
-        trace = simulate.simulate_msccl(program)
-        for m in trace.errors:
-            report.errors["deadlock freedom" if m.startswith("deadlock") else "data movement"].append(m)
     elif fmt == "oneccl":
         report = Report(source, fmt, program.nranks, program.chunks_per_shard)
         report.skipped["executor rules"] = "MSCCL only"
@@ -256,6 +246,21 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
 
         report.lp_time = solve(topology, fabric, "mcf-decomp").lp_time
     return report
+
+
+def _executor_trace(report: Report, sound: bool, size: int, run, program):
+    """Symbolic execution (``run``) of an executor program the rules found sound and that declares
+    ``size`` buffer chunks, its errors filed; None, with the later checks marked skipped, otherwise."""
+    if sound and _too_big(report, size):
+        sound = False
+    if not sound:
+        why = "the program breaks structural executor rules (see above)"
+        report.skipped = {c: why for c in ("data movement", "deadlock freedom", "topology") if not report.errors[c]}
+        return None
+    trace = run(program)
+    for m in trace.errors:
+        report.errors["deadlock freedom" if m.startswith("deadlock") else "data movement"].append(m)
+    return trace
 
 
 def _too_big(report: Report, size: int) -> bool:
