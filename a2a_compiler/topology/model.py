@@ -245,6 +245,8 @@ class Topology:
             d["coords"] = [list(c) for c in self.coords]
         if self.notes:
             d["notes"] = list(self.notes)
+        if self.classes:
+            d["classes"] = list(self.classes)
         return d
 
     @classmethod
@@ -270,9 +272,13 @@ class Topology:
             notes = d.get("notes", [])
             if not isinstance(notes, list):
                 raise FormatError(f"{source}: \"notes\" must be a list of strings")
+            classes = d.get("classes")
+            if classes is not None and (not isinstance(classes, list) or len(classes) != len(links)
+                                        or not all(isinstance(c, str) for c in classes)):
+                raise FormatError(f"{source}: \"classes\" must be a list of strings, one per link")
             topo = cls.from_links(
                 str(d.get("spec", source)), hosts, arr, n_switches=switches, capacity=cap,
-                names=d.get("names"), coords=d.get("coords"), notes=notes, undirected=False,
+                names=d.get("names"), coords=d.get("coords"), notes=notes, undirected=False, classes=classes,
             )
         except FormatError:
             raise
