@@ -52,12 +52,11 @@ def test_fidelity_never_exceeds_one(spec, emit, options):
 def test_msccl_chunk_count_is_chosen_on_the_program():
     """The C search prices the MSCCL program (dataflow), not the stepped schedule: torus §5.2 at C = 3,
     where the steps alone would reach 0.95 (13.5 / 13.75 = 0.982) and the program does (13.5 / 14.1 = 0.9574)
-    on one channel; the channel search reaches 0.95 at C = 2 on 8 channels (13.5 / 14.1358 = 0.9550)."""
+    on one channel (without --channels the channel search reaches 0.95 at C = 2 on 8 channels, 13.5 / 14.1358:
+    tests/test_msccl_targets.py tests the search where it matters most)."""
     r = a2a_compiler.compile("torus:3x3x3", "msccl", min_fidelity=0.95, channels=1, **TORUS)
     assert r.chunks_per_shard == 3 and r.predicted_time == pytest.approx(141 / 10, abs=1e-9)  # 14.1
-    searched = a2a_compiler.compile("torus:3x3x3", "msccl", min_fidelity=0.95, **TORUS)
-    assert (searched.chunks_per_shard, searched.program.nchannels) == (2, 8)
-    assert searched.predicted_time == pytest.approx(14.135763746, abs=1e-8)
+
     assert r.summary()["schedule_predicted_time"] == pytest.approx(13.75, abs=1e-9)  # the steps alone
     with pytest.raises(A2AError, match=r"no chunk count up to 4 reaches fidelity 0.99: the best is 0.9686 at C = 4; "
                                        r"raise --max-chunks or lower --min-fidelity"):

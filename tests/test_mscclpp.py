@@ -68,12 +68,12 @@ def test_broken_plans_are_reported():
         verify_bytes(_edit("alltoall-4", lambda o: o["gpus"][0]["threadblocks"][0]["ops"][1].pop("name")), "t")
 
 
-@pytest.mark.parametrize("spec, fabric, chunks, predicted, lp", [
+@pytest.mark.parametrize("spec, options, chunks, predicted, lp", [
     ("hypercube:3", {}, 3, 4.0, 4.0),
-    ("torus:3x3x3", {}, 8, 9.25, 9.0),
+    ("torus:3x3x3", {"max_chunks": 2}, 2, 9.5, 9.0),   # the default reaches 9.25 at C = 8 (docs/results.md)
 ])
-def test_compiled_plans_meet_the_executor_limits(spec, fabric, chunks, predicted, lp):
-    r = compile_schedule(spec, "mscclpp", **fabric)
+def test_compiled_plans_meet_the_executor_limits(spec, options, chunks, predicted, lp):
+    r = compile_schedule(spec, "mscclpp", **options)
     plan = r.program
     assert r.report.valid and r.format == "mscclpp" and not plan.inplace
     assert (r.chunks_per_shard, r.lp_time) == (chunks, lp) and r.predicted_time == pytest.approx(predicted)
