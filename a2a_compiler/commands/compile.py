@@ -1,4 +1,4 @@
-"""``a2a compile SPEC --emit {msccl,oneccl,mpi} -o FILE``: solve, chunk, lower, verify, write."""
+"""``a2a compile SPEC --emit {msccl,mscclpp,oneccl,mpi} -o FILE``: solve, chunk, lower, verify, write."""
 
 from __future__ import annotations
 
@@ -44,7 +44,8 @@ examples:
 #: MSCCL lowering options: flag, type, metavar, help.
 MSCCL_FLAGS = [
     ("--channels", positive_int, "K", "channels each link's chunks are spread over (default: the fewest, up to 8, "
-                                      "that keep every thread block within the executor's 64 steps)"),
+                                      "that keep every thread block within the executor's 64 steps, or 2, 4, 8 when "
+                                      "only separate connections reach the fidelity target)"),
     ("--instances", positive_int, "I", "run I copies of the schedule, each on 1/I of every chunk and its own "
                                        "channels (nchannels = K*I; default 1)"),
     ("--min-bytes", nonnegative_int, "B", "smallest message (bytes) the algorithm is selected for (default 0)"),
