@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from a2a_compiler import compile as compile_schedule
-from a2a_compiler.errors import FormatError
+from a2a_compiler.errors import A2AError, FormatError
 from a2a_compiler.formats import parse_program
 from a2a_compiler.formats.mscclpp import mscclpp_to_json, parse_mscclpp
 from a2a_compiler.topology.spec import from_spec
@@ -94,3 +94,16 @@ def test_nvswitch_plans_use_memory_channels_inside_a_server_and_port_channels_ac
         kinds = {c.channel_type: set(c.connected_to) for c in g.channels}
         server = set(range(g.id // 4 * 4, g.id // 4 * 4 + 4)) - {g.id}
         assert kinds["memory"] == server and kinds["port"] == {(g.id + 4) % 8}  # the same rail in the other server
+
+
+def test_nvswitch_family_and_server_fabrics():
+    rail = from_spec("nvswitch:2,4")
+    assert (rail.n_hosts, rail.n_switches, rail.n_links) == (8, 6, 32)
+    assert rail.names[8:] == ("nvsw0", "nvsw1", "rail0", "rail1", "rail2", "rail3")
+    assert sorted(set(rail.classes)) == ["nic", "nvlink"]
+    ring = from_spec("nvswitch:4,2,fabric=ring")   # GPU g of each server cabled to GPU g of both ring neighbours
+    assert (ring.n_hosts, ring.n_switches) == (8, 4) and ring.link_index(0, 2) >= 0 and ring.link_index(0, 6) >= 0
+    r = compile_schedule("nvswitch:4,2,fabric=ring", "msccl", link_bw="100Gbps", nvlink_bw="400Gbps")
+    assert r.report.valid and r.predicted_time == pytest.approx(4.0) and r.mcf_time == pytest.approx(4.0, rel=1e-6)
+    with pytest.raises(A2AError, match="fabric=hypercube"):
+        from_spec("nvswitch:3,2,fabric=hypercube")
