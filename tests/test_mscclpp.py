@@ -105,5 +105,7 @@ def test_nvswitch_family_and_server_fabrics():
     assert (ring.n_hosts, ring.n_switches) == (8, 4) and ring.link_index(0, 2) >= 0 and ring.link_index(0, 6) >= 0
     r = compile_schedule("nvswitch:4,2,fabric=ring", "msccl", link_bw="100Gbps", nvlink_bw="400Gbps")
     assert r.report.valid and r.predicted_time == pytest.approx(4.0) and r.mcf_time == pytest.approx(4.0, rel=1e-6)
+    one = compile_schedule("nvswitch:2,4", "oneccl", **NV)   # every link program: switches forward
+    assert one.report.valid and one.predicted_time == pytest.approx(4.0)
     with pytest.raises(A2AError, match="fabric=hypercube"):
         from_spec("nvswitch:3,2,fabric=hypercube")

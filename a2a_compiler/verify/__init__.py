@@ -230,7 +230,7 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
             terr += topology_check.check_moves(trace.moves, topology, "rank" if fmt == "oneccl" else "gpu")
     if report.valid:  # the cost model needs a complete, well-formed schedule
         routes = None
-        if topology is not None and topology.n_switches and fmt in ("msccl", "mscclpp"):
+        if topology is not None and topology.n_switches and fmt != "mpi":
             from ..topology.switched import switch_routes
 
             routes = switch_routes(topology)

@@ -58,12 +58,16 @@ def _stepped(model: CostModel, hops, n_steps: int, c: int) -> Performance:
     return Performance(total, tuple(per_step.tolist()), *_busiest(model, loads, c))
 
 
-def stepped_performance(moves, n_ranks: int, chunks_per_shard: int, fabric: Fabric, capacity=None) -> Performance:
-    """A oneCCL program's moves (``step`` set) -> stepped :class:`Performance`."""
+def stepped_performance(moves, n_ranks: int, chunks_per_shard: int, fabric: Fabric, capacity=None,
+                        routes=None) -> Performance:
+    """A oneCCL program's moves (``step`` set) -> stepped :class:`Performance`; ``routes`` as for
+    :func:`dataflow_performance`."""
     steps = sorted({m.step for m in moves})
     index = {t: i for i, t in enumerate(steps)}
-    hops = [(index[m.step], m.src, m.dst, o, d, 1) for m in moves for o, d, _ in m.labels]
-    model = _model({(m.src, m.dst) for m in moves}, n_ranks, fabric, capacity)
+    path = {(m.src, m.dst): (routes or {}).get((m.src, m.dst), (m.src, m.dst)) for m in moves}
+    hops = [(index[m.step], u, v, o, d, 1) for m in moves for u, v in zip(path[(m.src, m.dst)], path[(m.src, m.dst)][1:])
+            for o, d, _ in m.labels]
+    model = _model({e for p in path.values() for e in zip(p, p[1:])}, n_ranks, fabric, capacity)
     return _stepped(model, hops, len(steps), chunks_per_shard)
 
 
@@ -97,7 +101,7 @@ def program_performance(program, fabric: Fabric, capacity=None, trace=None, rout
 
     ``capacity``: ``{(u, v): cap}`` of the topology (default: used pairs at 1);
     ``trace``: the program's symbolic execution if already done (else it is run);
-    ``routes``: paths through switches of MSCCL / MSCCL++ messages between hosts that no link joins.
+    ``routes``: paths through switches of link-program messages between hosts that no link joins.
     The program must be valid (the cost model needs a complete schedule).
     """
     from ..formats import MpiPathProgram, MscclppProgram, MscclProgram
@@ -112,4 +116,4 @@ def program_performance(program, fabric: Fabric, capacity=None, trace=None, rout
         trace = trace or simulate.simulate_msccl(program)
         return dataflow_performance(trace.moves, trace.chunks_per_shard, fabric, capacity, program.ngpus, routes)
     trace = trace or simulate.simulate_oneccl(program)
-    return stepped_performance(trace.moves, program.nranks, program.chunks_per_shard, fabric, capacity)
+    return stepped_performance(trace.moves, program.nranks, program.chunks_per_shard, fabric, capacity, routes)

@@ -110,7 +110,7 @@ def prepare(path: Path, topology: Topology, fabric: Fabric) -> Item:
     if fmt == "mpi":
         mode = "direct" if fabric.forwarding == "nic" else "relay"
     routes = None
-    if topology.n_switches and fmt not in ("mpi", "oneccl"):
+    if topology.n_switches and fmt != "mpi":
         from a2a_compiler.topology.switched import switch_routes
 
         routes = switch_routes(topology)
