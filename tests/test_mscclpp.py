@@ -109,3 +109,12 @@ def test_nvswitch_family_and_server_fabrics():
     assert one.report.valid and one.predicted_time == pytest.approx(4.0)
     with pytest.raises(A2AError, match="fabric=hypercube"):
         from_spec("nvswitch:3,2,fabric=hypercube")
+
+
+def test_hostile_json_is_one_line():
+    with pytest.raises(FormatError, match=r"^t: JSON nested 100000 deep, more than an execution plan needs$"):
+        verify_bytes(b"[" * 100000, "t")
+    with pytest.raises(FormatError, match=r"^t: an execution plan is a JSON object$"):
+        verify_bytes(b"[1]", "t")
+    with pytest.raises(FormatError, match=r"^t: plan is missing 'gpus'$"):
+        verify_bytes(b'{"format": "a2a-topology"}', "t")

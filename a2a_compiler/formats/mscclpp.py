@@ -302,8 +302,8 @@ def parse_mscclpp(data: bytes, source: str = "<mscclpp>") -> MscclppProgram:
 
 
 def looks_like_plan(data: bytes) -> bool:
-    """True when ``data`` is JSON (its first non-blank byte is ``{``), not XML."""
-    return data.lstrip()[:1] == b"{"
+    """True when ``data`` is JSON (its first non-blank byte is ``{`` or ``[``), not XML."""
+    return data.lstrip()[:1] in (b"{", b"[")
 
 
 # ------------------------------------------------------------------ writing
