@@ -408,7 +408,9 @@ def choose_chunks(res: _Resources, paths: list[list[np.ndarray]], cands: dict, l
     ``time`` is the schedule's stepped time (:func:`a2a_compiler.chunk.cost.stepped_time`,
     which the local search minimises) or, given ``program_time(schedule)``, the time of
     the program that will be emitted from it (MSCCL: its dataflow time), so ``C`` is
-    chosen on what is written.  Without ``min_fidelity`` the target is
+    chosen on what is written; a ``C`` whose program ``program_time`` refuses
+    (:class:`A2AError`: over a format limit) ends the search, and with no ``C`` left the
+    refusal is raised.  Without ``min_fidelity`` the target is
     :data:`FIDELITY_TARGET` and falling short is fine; with it, falling short raises
     :class:`A2AError` naming the best ``C`` found.  ``shape(C)``, for a demand, gives
     ``(chunks of each shard, weight of each shard's chunk, divisor)`` (default: ``C``
@@ -418,7 +420,7 @@ def choose_chunks(res: _Resources, paths: list[list[np.ndarray]], cands: dict, l
         raise A2AError(f"--min-fidelity must be in (0, 1], got {min_fidelity}")
     target = FIDELITY_TARGET if min_fidelity is None else min_fidelity
     weights = [np.array([w for w, _ in plist]) for plist in cands.values()]
-    best = None
+    best = refused = None
     for C in [chunks] if chunks is not None else chunk_candidates(max_chunks):
         form = shape(C) if shape is not None else ([C] * len(weights), None, C)
         if form is None:
@@ -429,7 +431,13 @@ def choose_chunks(res: _Resources, paths: list[list[np.ndarray]], cands: dict, l
         asg = _Assignment(res, divisor, paths, [largest_remainder(w, t) for w, t in zip(weights, totals)], weight)
         rebalance(asg)
         schedule = build(C, asg.counts)
-        fid = ratio(lp_time, asg.time() if program_time is None else program_time(schedule))
+        try:
+            fid = ratio(lp_time, asg.time() if program_time is None else program_time(schedule))
+        except A2AError as exc:  # the program outgrows its format's limits; larger C only grow it
+            refused = exc
+            if progress:
+                progress(f"chunking: C = {C} -> does not fit: {exc}")
+            break
         if progress:
             progress(f"chunking: C = {C} -> fidelity {fid:.4f}")
         if best is None or fid > best[0] + 1e-12:
@@ -437,6 +445,8 @@ def choose_chunks(res: _Resources, paths: list[list[np.ndarray]], cands: dict, l
         if fid >= target - TIE:
             break
     if best is None:
+        if refused is not None:
+            raise refused
         raise A2AError(f"no chunk count up to {max(chunks or 0, max_chunks)} gives whole chunks per pair with every "
                        f"row and column summing to N*C; raise --max-chunks")
     if min_fidelity is not None and best[0] < min_fidelity - TIE:

@@ -92,6 +92,9 @@ def add_fabric_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--link-bw", metavar="BW", help="link bandwidth b per direction, e.g. 25Gbps or 3.125GB/s")
     g.add_argument("--host-bw", metavar="BW",
                    help="host injection/ejection (host-NIC) bandwidth per direction; default unlimited; needs --link-bw")
+    g.add_argument("--nvlink-bw", metavar="BW",
+                   help="bandwidth of NVLink links (GPU to NVSwitch, nvswitch:... topologies) per direction; "
+                        "default: the link bandwidth; needs --link-bw, which is then the NIC bandwidth")
     g.add_argument("--forwarding", choices=FORWARDING_MODES,
                    help="who relays traffic: 'host' (GPU/CPU store-and-forward, time-stepped; default) "
                         "or 'nic' (NIC cut-through routing)")
@@ -116,14 +119,17 @@ def demand_from_args(args, n_hosts: int):
 
 
 def topology_from_args(args) -> Topology:
-    """The topology of ``args.spec``, punctured as the options ask."""
+    """The topology of ``args.spec``, punctured as the options ask, its classed links (NVLink) at the
+    fabric options' bandwidths."""
+    from ..fabric import apply_link_classes
+
     topo = from_spec(args.spec)
     if args.remove_links or args.remove_nodes:
         from ..topology.puncture import puncture
 
         topo = puncture(topo, remove_links=args.remove_links or 0, remove_nodes=args.remove_nodes or 0,
                         seed=args.seed or 0)
-    return topo
+    return apply_link_classes(topo, fabric_from_args(args)) if hasattr(args, "link_bw") else topo
 
 
 def fabric_from_args(args) -> Fabric:
@@ -132,6 +138,7 @@ def fabric_from_args(args) -> Fabric:
         link_bw=None if args.link_bw is None else parse_bandwidth(args.link_bw, "--link-bw"),
         host_bw=None if args.host_bw is None else parse_bandwidth(args.host_bw, "--host-bw"),
         forwarding=args.forwarding or "host",
+        nvlink_bw=None if getattr(args, "nvlink_bw", None) is None else parse_bandwidth(args.nvlink_bw, "--nvlink-bw"),
     )
 
 

@@ -1,16 +1,18 @@
-"""``a2a compile SPEC --emit {msccl,oneccl,mpi} -o FILE``: solve, chunk, lower, verify, write."""
+"""``a2a compile SPEC --emit {msccl,mscclpp,oneccl,mpi} -o FILE``: solve, chunk, lower, verify, write."""
 
 from __future__ import annotations
 
 from ..cli import command_parser
 from ..compiler import EMITS
 from ..errors import A2AError
+from ..formats.msccl_rules import TARGETS
 from .common import SPEC_HELP, add_chunking_args, add_demand_arg, add_fabric_args, add_output_args, \
     add_topology_args, nonnegative_int, positive_int, print_json, progress
 
 EPILOG = """\
 formats and the methods that feed them (docs/formats.md):
   --emit msccl   link schedule from tsmcf: thread blocks, sends/receives, scratch relays
+  --emit mscclpp link schedule from tsmcf: MSCCL++ execution plan (JSON): puts, signals, waits
   --emit oneccl  link schedule from tsmcf: per-step asynchronous sends/receives + sync
   --emit mpi     path schedule from mcf-extp (default) or pmcf: routes per shard
 
@@ -24,7 +26,7 @@ multiply by m/b).  The predicted time is the program's, as 'a2a verify' prices i
   fidelity   = LP time / predicted time, LP time the method's own LP optimum (certified)
   MCF ratio  = MCF time / predicted time, MCF time the link MCF optimum (certified): the best
                any schedule can do on this fabric.  Both are <= 1.
---forwarding nic is refused for msccl/oneccl: their programs relay through the ranks'
+--forwarding nic is refused for msccl/mscclpp/oneccl: their programs relay through the ranks'
 scratch buffers (host store-and-forward); NIC-routed paths are --emit mpi.
 
 all-to-allv (--demand D.csv, mixture-of-experts): the solve and the chunks follow D.
@@ -41,6 +43,7 @@ steps unchanged ("uniform reused"): what reusing one schedule for every batch co
 
 examples:
   a2a compile hypercube:3 --emit msccl -o hc3.xml
+  a2a compile torus:3x3x3 --emit mscclpp -o t3.json
   a2a compile torus:3x3x3 --link-bw 25Gbps --host-bw 100Gbps --emit oneccl -o t3.xml
   a2a compile torus:3x3x3 --link-bw 25Gbps --host-bw 100Gbps --emit msccl --min-fidelity 0.99 -o t3.xml
   a2a compile fattree:4,2 --emit mpi --method pmcf --paths shortest -o ft-paths.xml
@@ -54,7 +57,8 @@ examples:
 #: MSCCL lowering options: flag, type, metavar, help.
 MSCCL_FLAGS = [
     ("--channels", positive_int, "K", "channels each link's chunks are spread over (default: the fewest, up to 8, "
-                                      "that keep every thread block within the executor's 64 steps)"),
+                                      "that keep every thread block within the executor's 64 steps, or 2, 4, 8 when "
+                                      "only separate connections reach the fidelity target)"),
     ("--instances", positive_int, "I", "run I copies of the schedule, each on 1/I of every chunk and its own "
                                        "channels (nchannels = K*I; default 1)"),
     ("--min-bytes", nonnegative_int, "B", "smallest message (bytes) the algorithm is selected for (default 0)"),
@@ -73,7 +77,8 @@ def register(sub) -> None:
     p.add_argument("--emit", choices=sorted(EMITS), required=True,
                    help="output format: " + "; ".join(f"{k}: {v[1]}" for k, v in EMITS.items()))
     p.add_argument("--method", choices=("tsmcf", "mcf-extp", "pmcf"),
-                   help="solver: tsmcf for --emit msccl/oneccl (default), mcf-extp (default) or pmcf for --emit mpi")
+                   help="solver: tsmcf for --emit msccl/mscclpp/oneccl (default), mcf-extp (default) or pmcf for "
+                        "--emit mpi")
     add_topology_args(p, positional=False)
     add_fabric_args(p)
     add_demand_arg(p)
@@ -82,6 +87,10 @@ def register(sub) -> None:
     for flag, kind, metavar, text in MSCCL_FLAGS:
         m.add_argument(flag, type=kind, metavar=metavar, help=text)
     m.add_argument("--proto", choices=("Simple", "LL", "LL128"), help="NCCL protocol the executor uses (default Simple)")
+    m.add_argument("--target", choices=sorted(TARGETS),
+                   help="MSCCL executor the file must load in: nccl (msccl-executor-nccl, default) or rccl (ROCm): "
+                        "thread blocks per GPU (1024 / 64), channels (32 / 128) and the parser's 4095 nodes per rank; "
+                        "the chunk count is chosen among programs that fit (docs/msccl.md)")
     m.add_argument("--rcs", action="store_true", default=None,
                    help="pass chunks straight on with rcs (receive-copy-send) steps where the reference allows it "
                         "(3-hop paths whose relays can stage the chunk in its output slot), on extra channels: "
@@ -93,9 +102,9 @@ def register(sub) -> None:
 
 
 #: ``a2a compile`` options that are keywords of :func:`a2a_compiler.compiler.compile`.
-OPTIONS = ("method", "link_bw", "host_bw", "forwarding", "remove_links", "remove_nodes", "seed", "max_chunks",
+OPTIONS = ("method", "link_bw", "host_bw", "forwarding", "nvlink_bw", "remove_links", "remove_nodes", "seed", "max_chunks",
            "min_fidelity", "steps", "paths", "max_paths", "channels", "instances", "proto", "min_bytes",
-           "max_bytes", "rcs", "name", "demand")
+           "max_bytes", "rcs", "target", "name", "demand")
 
 
 def run(args) -> int:
@@ -117,7 +126,7 @@ def run(args) -> int:
         return 0
     print(f"compiled   {out['spec']} {out['method']} -> {args.emit} ({out['program']})")
     print(f"predicted  {out['predicted_time']:.6g} link-times (unit shards) for the program"
-          + (" as a dataflow" if args.emit == "msccl" else ""))
+          + (" as a dataflow" if args.emit in ("msccl", "mscclpp") else ""))
     print(f"LP         {out['lp_time']:.6g} link-times, {out['method']}'s own LP (certified): "
           f"fidelity {out['fidelity']:.4f}")
     print(f"MCF        {out['mcf_time']:.6g} link-times, the link MCF optimum (certified): "
@@ -129,7 +138,7 @@ def run(args) -> int:
         u = out["uniform_reused"]
         print(f"reused     the plain all-to-all program under this demand: {u['predicted_time']:.6g} link-times, "
               f"{u['slowdown']:.3f}x this one")
-    print("verified   " + ("executor rules, data movement, deadlock freedom, links" if args.emit == "msccl"
+    print("verified   " + ("executor rules, data movement, deadlock freedom, links" if args.emit in ("msccl", "mscclpp")
                            else "data movement, links"))
     print(f"saved      {args.output}")
     return 0

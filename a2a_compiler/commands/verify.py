@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..cli import command_parser
 from ..errors import A2AError
+from ..formats.msccl_rules import DEFAULT_TARGET, TARGETS
 from .common import SPEC_HELP, add_demand_arg, add_fabric_args, add_topology_args, fabric_from_args, print_json, \
     topology_from_args
 
@@ -14,9 +15,11 @@ Verify a lowered all-to-all schedule in any of the three formats (detected from 
 root element: <algo> MSCCL, <oneccl_algo> oneCCL-style, <mpi_paths> MPI path).
 
 checks:
-  executor rules     MSCCL only: every rule the MSCCL executor applies (lexical form on the raw
+  executor rules     MSCCL only: every rule the --target executor applies (lexical form on the raw
                      text, required attributes, ids, <= 64 steps per tb, cnt, depid, offsets,
-                     one tb per (peer, channel, direction), dependencies, hasdep, nops)
+                     one tb per (peer, channel, direction), dependencies, hasdep, nops, thread
+                     blocks per GPU (nccl 1024, rccl 64), channels (nccl 32, rccl 128), the XML
+                     parser's <= 4095 nodes per rank and <= 1024 gpus; docs/msccl.md)
   data movement      symbolic execution with labelled chunks: every rank's output is the
                      all-to-all transpose, each chunk delivered once, no read of unwritten data,
                      no overwrite of live data, local accesses ordered by dependencies
@@ -55,6 +58,8 @@ def register(sub) -> None:
     add_topology_args(p, positional=False)
     add_fabric_args(p)
     add_demand_arg(p, "check the schedule as an all-to-allv of this demand matrix (CSV or .npy, N x N; see above)")
+    p.add_argument("--target", choices=sorted(TARGETS), default=DEFAULT_TARGET,
+                   help="MSCCL executor whose limits apply: nccl (msccl-executor-nccl, default) or rccl (ROCm)")
     p.add_argument("--no-lp", action="store_true", help="with --topology, skip solving the LP for the optimum")
     p.add_argument("--deadlock-free", action="store_true",
                    help="MPI path files: prove the routes' channel dependency graph over (link, virtual channel) "
@@ -83,7 +88,7 @@ def run(args) -> int:
             demand = read_demand(args.demand, None if topology is None else topology.n_hosts)
         report = verify_file(args.file, topology, fabric_from_args(args), lp=not args.no_lp,
                              deadlock_free=args.deadlock_free, strict=args.strict,
-                             demand=None if demand is None or demand.is_uniform else demand)
+                             demand=None if demand is None or demand.is_uniform else demand, target=args.target)
     except A2AError as exc:
         if not args.json:
             raise
@@ -105,7 +110,7 @@ def run(args) -> int:
     perf = report.perf
     if perf is not None:
         line = f"  predicted time     {perf.predicted_time:.6g} link-times"
-        if report.format == "msccl":
+        if report.format in ("msccl", "mscclpp"):
             line += " as a dataflow"
         elif report.format == "oneccl":
             line += f" over {len(perf.step_loads)} steps"

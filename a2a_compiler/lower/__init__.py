@@ -1,4 +1,4 @@
-"""Stage 5, lowering: schedule IR -> MSCCL, oneCCL-style and MPI path programs (Basu et al. §4).
+"""Stage 5, lowering: schedule IR -> MSCCL, MSCCL++, oneCCL-style and MPI path programs (Basu et al. §4).
 
 Each lowering builds the in-memory program of its format (:mod:`a2a_compiler.formats`);
 the format's writer serialises it.  :mod:`.placement` assigns buffer slots to the
@@ -22,9 +22,10 @@ def demand_volumes(schedule) -> tuple[tuple[float, ...], ...] | None:
 
 from .mpi_paths import lower_mpi_paths  # noqa: E402  (after program_name, which they import)
 from .msccl import lower_msccl  # noqa: E402
+from .mscclpp import lower_mscclpp  # noqa: E402
 from .oneccl import lower_oneccl  # noqa: E402
 
 #: ``--emit`` name -> lowering function.
-LOWERINGS = {"msccl": lower_msccl, "oneccl": lower_oneccl, "mpi": lower_mpi_paths}
+LOWERINGS = {"msccl": lower_msccl, "mscclpp": lower_mscclpp, "oneccl": lower_oneccl, "mpi": lower_mpi_paths}
 
-__all__ = ["LOWERINGS", "lower_msccl", "lower_oneccl", "lower_mpi_paths", "program_name"]
+__all__ = ["LOWERINGS", "lower_msccl", "lower_mscclpp", "lower_oneccl", "lower_mpi_paths", "program_name"]

@@ -10,7 +10,9 @@ import numpy as np
 from ..chunk.ir import LinkSchedule
 from ..errors import A2AError
 from ..formats.msccl import PROTOS, MscclGpu, MscclProgram, MscclStep, MscclThreadBlock
-from ..formats.msccl_rules import MAX_CNT, MAX_DEPID, MAX_OFFSET, MAX_PEER_TBS_PER_CHANNEL, MAX_STEPS_PER_TB
+from ..formats.msccl_rules import (DEFAULT_TARGET, MAX_CHILDREN, MAX_CNT, MAX_DEPID, MAX_OFFSET, MAX_PARSER_NODES,
+                                   MAX_PEER_TBS_PER_CHANNEL, MAX_STEPS_PER_TB, MAX_VALUE_LEN, Target, get_target,
+                                   parser_nodes)
 from . import program_name
 from .placement import Placement, place
 
@@ -18,8 +20,13 @@ from .placement import Placement, place
 MAX_AUTO_CHANNELS = 8
 
 
+#: Formats that scale further than MSCCL XML, named when a program does not fit.
+SCALES_FURTHER = "--emit mpi (MPI path schedules have no per-rank size limit)"
+
+
 def lower_msccl(schedule: LinkSchedule, *, channels: int | None = None, instances: int = 1, proto: str = "Simple",
-                min_bytes: int = 0, max_bytes: int = 0, rcs: bool = False, name: str | None = None) -> MscclProgram:
+                min_bytes: int = 0, max_bytes: int = 0, rcs: bool = False, name: str | None = None,
+                target: str | Target = DEFAULT_TARGET) -> MscclProgram:
     """Lower a time-stepped link schedule to an MSCCL program (Basu et al. §4).
 
     Layout (docs/formats.md): tb 0 copies the self shard; then one receive tb
@@ -39,8 +46,10 @@ def lower_msccl(schedule: LinkSchedule, *, channels: int | None = None, instance
     ``channels=None`` picks the fewest channels (up to 8) that keep every tb
     within 64 steps.  ``instances`` splits each chunk into that many parts, each
     run by its own copy of the schedule on its own channels (``nchannels =
-    channels·instances``).  Raises :class:`A2AError` when an executor limit
-    cannot be met.
+    channels·instances``).  ``target`` (``nccl`` | ``rccl``) is the executor whose
+    limits the program must meet (:data:`~a2a_compiler.formats.msccl_rules.TARGETS`:
+    thread blocks per GPU, channels, the parser's nodes per rank).  Raises
+    :class:`A2AError`, one line naming the limit, when one cannot be met.
 
     An all-to-allv schedule (a demand) is lowered in the layout of fixed-size
     buffers (docs/formats.md): ``T[i][j]`` chunks of rank ``i`` for rank ``j`` at
@@ -48,6 +57,11 @@ def lower_msccl(schedule: LinkSchedule, *, channels: int | None = None, instance
     every row and column of ``T`` summing to ``nchunksperloop``
     (:meth:`~a2a_compiler.demand.Demand.msccl_counts`); other matrices are refused.
     """
+    t = get_target(target)
+    n = schedule.n_ranks
+    if n > MAX_CHILDREN:
+        raise A2AError(f"{n} ranks: MSCCL XML holds at most {MAX_CHILDREN} <gpu> elements (the executors' parser "
+                       f"keeps {MAX_CHILDREN} children per node); use {SCALES_FURTHER}")
     if proto not in PROTOS:
         raise A2AError(f"proto must be one of {', '.join(PROTOS)}, got {proto!r}")
     if min_bytes < 0 or max_bytes < 0 or (max_bytes and max_bytes < min_bytes):
@@ -75,13 +89,40 @@ def lower_msccl(schedule: LinkSchedule, *, channels: int | None = None, instance
         raise A2AError(f"gpu {longest[1]} tb {longest[2]} needs {longest[0]} steps with {k} channel(s) "
                        f"x {instances} instance(s), over the executor's limit of {MAX_STEPS_PER_TB}; "
                        f"use {hint} or fewer chunks per shard")
-    n = schedule.n_ranks
+    _fits(schedule, gpus, pl.lanes, t)
     ncl = n * schedule.chunks_per_shard * instances   # every row and column of the chunk counts sums to it
     if max(ncl, *(g.s_chunks for g in gpus)) > MAX_OFFSET + 1:
         raise A2AError(f"buffers of {max(ncl, *(g.s_chunks for g in gpus))} chunks exceed the executor's "
                        f"offset limit {MAX_OFFSET}; use fewer chunks per shard")
-    return MscclProgram(program_name(schedule, name), proto, pl.lanes, ncl, n, "alltoall", 0, 1,
+    pname = program_name(schedule, name)
+    if len(pname) > MAX_VALUE_LEN:
+        if name is not None:
+            raise A2AError(f"--name has {len(pname)} characters; the MSCCL parser holds at most {MAX_VALUE_LEN}")
+        pname = pname[:MAX_VALUE_LEN]  # a long file: spec
+    return MscclProgram(pname, proto, pl.lanes, ncl, n, "alltoall", 0, 1,
                         int(min_bytes), int(max_bytes), tuple(gpus))
+
+
+def _fits(schedule: LinkSchedule, gpus: list[MscclGpu], nchannels: int, t: Target) -> None:
+    """Refuse a program over ``t``'s thread blocks per GPU, channels or parser nodes per rank."""
+    c = schedule.chunks_per_shard
+    at = f"{schedule.spec} at {c} chunk(s) per shard"
+    if nchannels > t.max_channels:
+        raise A2AError(f"{at} needs {nchannels} channels, over the {t.max_channels} {t.executor} builds; "
+                       f"use fewer --channels or --instances")
+    most = max(gpus, key=lambda g: (len(g.tbs), -g.id))
+    if len(most.tbs) > t.max_tbs:
+        raise A2AError(f"{at}: gpu {most.id} needs {len(most.tbs)} thread blocks, over {t.executor}'s {t.max_tbs} "
+                       f"per GPU; the most this layout fits is {t.max_tbs} (1 copy + one per neighbour, channel "
+                       f"and direction): use fewer --channels or --instances, or {SCALES_FURTHER}")
+    empty = MscclProgram("", "Simple", 1, 0, len(gpus), "alltoall", 0, 1, 0, 0, tuple(gpus))
+    worst = max(gpus, key=lambda g: (parser_nodes(empty, g), -g.id))
+    nodes = parser_nodes(empty, worst)
+    if nodes > MAX_PARSER_NODES:
+        raise A2AError(f"{at}: gpu {worst.id} needs {nodes} MSCCL parser nodes (<algo>, {len(gpus)} <gpu>, "
+                       f"{len(worst.tbs)} <tb>, {nodes - 1 - len(gpus) - len(worst.tbs)} <step>), over the "
+                       f"executors' {MAX_PARSER_NODES} per rank; fewer chunks per shard (--max-chunks) shrink it, "
+                       f"else use {SCALES_FURTHER} (docs/msccl.md lists the largest size per family that fits)")
 
 
 def _lower_gpus(pl: Placement) -> list[MscclGpu]:

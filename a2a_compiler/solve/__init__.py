@@ -21,7 +21,7 @@ import importlib
 import inspect
 
 from ..errors import A2AError
-from ..fabric import Fabric
+from ..fabric import Fabric, apply_link_classes
 from ..topology.model import Topology
 from .result import FlowSolution, WeightedPath
 
@@ -78,6 +78,7 @@ def solve(topology: Topology, fabric: Fabric | None = None, method: str = "mcf-d
         raise A2AError(f"{method} does not take option{'s' if len(unknown) > 1 else ''} "
                        f"{', '.join(map(repr, unknown))}; it takes {', '.join(allowed)}")
     fabric = fabric or Fabric()
+    topology = apply_link_classes(topology, fabric)
     check_lp_size(topology, fabric, method)
     demand = as_demand(demand, topology.n_hosts)
     return func(topology, fabric, **options) if demand is None else func(topology, fabric, demand=demand, **options)

@@ -435,3 +435,66 @@ def fattree(k: int, n: int, *, merge: int = 1, hosts: int | None = None) -> Topo
     _require(n >= 1, "n", "must be >= 1", spec)
     _require(k**n <= MAX_NODES, "k,n", f"must keep k^n <= {MAX_NODES} hosts", spec)
     return var_ary_tree(k, (k,) * (n - 1), merge=merge, hosts=hosts, spec=spec)
+
+
+#: Direct-connect fabrics of servers :func:`nvswitch` accepts besides rail switches (``fabric=``).
+SERVER_FABRICS = ("rail", "ring", "complete", "hypercube", "torus<K1>x<K2>...")
+
+
+def nvswitch(nodes: int, gpus: int, fabric: str = "rail") -> Topology:
+    """GPU cluster: ``nodes`` servers of ``gpus`` GPUs on an NVSwitch, one NIC per GPU.
+
+    GPU ``g`` of server ``a`` is host ``a·G + g``; it has an NVLink (link class ``"nvlink"``)
+    to its server's NVSwitch (switch ``nvsw<a>``) and a NIC link.  With ``fabric="rail"``
+    (rail-optimized, as in DGX SuperPODs) NIC ``g`` of every server joins rail switch
+    ``rail<g>``; otherwise the servers form the direct-connect topology ``fabric``
+    (``ring``, ``complete``, ``hypercube``, ``torus2x2``, ...: one per server) and each of
+    its cables joins GPU ``g`` of one server to GPU ``g`` of the other (rail-aligned NIC
+    cables, no switch).  Capacities are 1; :func:`~a2a_compiler.fabric.apply_link_classes`
+    gives NVLinks their bandwidth relative to the NICs' (``--nvlink-bw``).
+    """
+    spec = f"nvswitch:{nodes},{gpus}" + ("" if fabric == "rail" else f",fabric={fabric}")
+    _require(nodes >= 1 and gpus >= 1 and nodes * gpus >= 2, "NODES,GPUS", "must be >= 1 with at least 2 GPUs", spec)
+    _require(nodes * gpus <= MAX_NODES, "NODES*GPUS", f"must be <= {MAX_NODES}", spec)
+    n = nodes * gpus
+    gpu = np.arange(n)
+    pairs = [np.stack([gpu, n + gpu // gpus], 1)]           # NVLink to the server's NVSwitch
+    classes = ["nvlink"] * n
+    names = [f"s{a}g{g}" for a in range(nodes) for g in range(gpus)] + [f"nvsw{a}" for a in range(nodes)]
+    if fabric == "rail":
+        _require(nodes >= 2, "NODES", "must be >= 2 for rail switches", spec)
+        pairs.append(np.stack([gpu, n + nodes + gpu % gpus], 1))
+        classes += ["nic"] * n
+        names += [f"rail{g}" for g in range(gpus)]
+        n_switches = nodes + gpus
+    else:
+        servers = _server_fabric(fabric, nodes, spec)
+        su, sv = servers.src[servers.src < servers.dst], servers.dst[servers.src < servers.dst]
+        g = np.arange(gpus)
+        pairs.append(np.stack([(su[:, None] * gpus + g).ravel(), (sv[:, None] * gpus + g).ravel()], 1))
+        classes += ["nic"] * len(pairs[-1])
+        n_switches = nodes
+    return Topology.from_links(spec, n, np.concatenate(pairs), n_switches=n_switches, names=names, classes=classes,
+                               notes=(f"{nodes} servers x {gpus} GPUs; NVLink links have class nvlink "
+                                      f"(--nvlink-bw), NIC links the link bandwidth",))
+
+
+def _server_fabric(fabric: str, nodes: int, spec: str) -> Topology:
+    """The direct-connect topology over the servers named by ``fabric=``."""
+    if fabric == "ring":
+        return ring(nodes)
+    if fabric == "complete":
+        return complete(nodes)
+    if fabric == "hypercube":
+        d = nodes.bit_length() - 1
+        _require(nodes == 2**d and d >= 1, "NODES", "must be a power of 2 for fabric=hypercube", spec)
+        return hypercube(d)
+    if fabric.startswith("torus") and fabric[5:]:
+        try:
+            dims = tuple(int(k) for k in fabric[5:].split("x"))
+        except ValueError:
+            dims = ()
+        _require(bool(dims) and int(np.prod(dims)) == nodes, "fabric", f"torus{fabric[5:]} must have NODES={nodes} "
+                 f"servers", spec)
+        return torus(dims)
+    raise SpecError(f"{spec}: fabric={fabric!r} must be one of {', '.join(SERVER_FABRICS)}")

@@ -24,6 +24,9 @@ Conventions (relied on throughout the pipeline):
   highest port number it uses).
 * ``notes`` record modelling choices a reader must know (e.g. a Slim Fly whose
   routers double as hosts); they travel with the JSON file.
+* ``classes`` optionally names each link's class (``"nvlink"`` for a GPU's NVLink to its
+  server's NVSwitch); a :class:`~a2a_compiler.fabric.Fabric` with a bandwidth for a class
+  scales those links' capacities (:func:`~a2a_compiler.fabric.apply_link_classes`).
 """
 
 from __future__ import annotations
@@ -72,6 +75,7 @@ class Topology:
     ports: np.ndarray | None = None
     guids: tuple[int, ...] | None = None
     n_ports: np.ndarray | None = None
+    classes: tuple[str, ...] = ()   # per link, or empty (every link plain)
 
     # ----------------------------------------------------------- construction
     @classmethod
@@ -91,6 +95,7 @@ class Topology:
         ports=None,
         guids=None,
         n_ports=None,
+        classes=None,
     ) -> "Topology":
         """Build a topology from ``(u, v)`` pairs.
 
@@ -107,6 +112,7 @@ class Topology:
         pairs = np.asarray(list(links), dtype=np.int64).reshape(-1, 2)
         cap = np.broadcast_to(np.asarray(1.0 if capacity is None else capacity, dtype=float), (len(pairs),))
         width = np.broadcast_to(np.asarray(1 if cables is None else cables, dtype=np.int64), (len(pairs),))
+        kinds = np.array(list(classes) if classes is not None else [""] * len(pairs), dtype=object).reshape(-1)
         if ports is not None:
             ports = [tuple(map(tuple, p)) if undirected else (tuple(p),) for p in ports]
             if len(ports) != len(pairs):
@@ -115,10 +121,11 @@ class Topology:
         side = np.zeros(len(pairs), dtype=np.int64)
         if undirected:
             pairs = np.concatenate([pairs, pairs[:, ::-1]])
-            cap, width = np.concatenate([cap, cap]), np.concatenate([width, width])
+            cap, width, kinds = np.concatenate([cap, cap]), np.concatenate([width, width]), np.concatenate([kinds, kinds])
             pidx, side = np.concatenate([pidx, pidx]), np.concatenate([side, side + 1])
         keep = pairs[:, 0] != pairs[:, 1]
-        pairs, cap, width, pidx, side = pairs[keep], cap[keep], width[keep], pidx[keep], side[keep]
+        pairs, cap, width, kinds = pairs[keep], cap[keep], width[keep], kinds[keep]
+        pidx, side = pidx[keep], side[keep]
         if len(pairs) and (pairs.min() < 0 or pairs.max() >= n):
             raise FormatError(f"{spec}: link endpoint outside 0..{n - 1}")
         key = pairs[:, 0] * n + pairs[:, 1]
@@ -145,6 +152,7 @@ class Topology:
             ports=None if port_arr is None else _frozen(port_arr, np.int64),
             guids=None if guids is None else tuple(int(g) for g in guids),
             n_ports=None if n_ports is None else _frozen(n_ports, np.int64),
+            classes=() if classes is None else tuple(str(c) for c in kinds[first]),
         )
 
     def __post_init__(self):
@@ -155,6 +163,8 @@ class Topology:
             raise FormatError(f"{self.spec}: names/coords must have one entry per node ({n} nodes)")
         if not (len(self.src) == len(self.dst) == len(self.capacity)):
             raise FormatError(f"{self.spec}: src/dst/capacity lengths differ")
+        if self.classes and len(self.classes) != len(self.src):
+            raise FormatError(f"{self.spec}: classes must name one class per link")
         if np.any(self.capacity < 0) or not np.all(np.isfinite(self.capacity)):
             raise FormatError(f"{self.spec}: link capacities must be finite and >= 0")
         key = self.src * n + self.dst
@@ -387,6 +397,8 @@ class Topology:
             d["guids"] = [f"0x{g:016x}" for g in self.guids]
         if self.n_ports is not None:
             d["n_ports"] = self.n_ports.tolist()
+        if self.classes:
+            d["classes"] = list(self.classes)
         return d
 
     @classmethod
@@ -419,10 +431,14 @@ class Topology:
                 if not isinstance(guids, list) or not all(isinstance(g, str) for g in guids):
                     raise FormatError(f"{source}: \"guids\" must be a list of hex strings, one per node")
                 guids = [int(g, 16) for g in guids]
+            classes = d.get("classes")
+            if classes is not None and (not isinstance(classes, list) or len(classes) != len(links)
+                                        or not all(isinstance(c, str) for c in classes)):
+                raise FormatError(f"{source}: \"classes\" must be a list of strings, one per link")
             topo = cls.from_links(
                 str(d.get("spec", source)), hosts, arr, n_switches=switches, capacity=cap,
                 names=d.get("names"), coords=d.get("coords"), notes=notes, undirected=False,
-                cables=cables, ports=ports, guids=guids, n_ports=d.get("n_ports"),
+                cables=cables, ports=ports, guids=guids, n_ports=d.get("n_ports"), classes=classes,
             )
         except FormatError:
             raise

@@ -70,6 +70,12 @@ def _vartree(pos, kw, spec):
     return gen.var_ary_tree(ints[0], tuple(ints[1:]), widths if len(widths) > 1 else widths[0], **opts)
 
 
+def _nvswitch(pos, kw, spec):
+    fabric = kw.pop("fabric", "rail")
+    ints, _ = _args(pos, kw, spec, ["NODES", "GPUS"])
+    return gen.nvswitch(*ints, fabric=fabric)
+
+
 def _file(pos, kw, spec):
     from .files import load_topology_file
 
@@ -114,6 +120,9 @@ FAMILIES: dict[str, Family] = {
                "fattree:4,3", _fattree),
         Family("vartree", "vartree:K0,M0,M1,...[,w=W|W0xW1x...][,merge=M][,hosts=H]  (var-ary-n-tree)",
                "vartree:4,2,2", _vartree),
+        Family("nvswitch", "nvswitch:NODES,GPUS[,fabric=rail|ring|complete|hypercube|torusK1xK2...]  (GPU servers "
+               "on NVSwitches, one NIC per GPU; rail switches or a direct-connect fabric of servers)",
+               "nvswitch:2,4", _nvswitch),
         Family("file", "file:PATH  (JSON topology or edge list)", "file:my.json", _file),
         Family("ibnet", "ibnet:PATH  (ibnetdiscover output: switches, CA ports, GUIDs, ports, cables)",
                "ibnet:fabric.txt", _ibnet),

@@ -26,9 +26,10 @@ from ..errors import A2AError
 from ..fabric import Fabric
 from ..files import read_bytes
 from ..formats import FORMATS, detect_format
+from ..formats.mscclpp import looks_like_plan, parse_mscclpp
 from ..formats.xmlutil import parse_xml
 from ..topology.model import Topology
-from ..formats import msccl_rules
+from ..formats import msccl_rules, mscclpp_rules
 from . import performance, simulate, topology_check
 
 CHECKS = ("executor rules", "data movement", "deadlock freedom", "topology")
@@ -52,6 +53,8 @@ class Report:
     file_lp_time: float | None = None     # the method's own LP time the file records (oneCCL, MPI paths)
     topology: str | None = None
     summary: str = ""
+    target: str | None = None             # the MSCCL executor whose limits applied
+    parser_nodes: int | None = None       # MSCCL: the most parser nodes any rank needs
 
     @property
     def valid(self) -> bool:
@@ -87,6 +90,8 @@ class Report:
             "ranks": self.ranks,
             "chunks_per_shard": self.chunks_per_shard,
             "summary": self.summary,
+            "target": self.target,
+            "parser_nodes": self.parser_nodes,
             "checks": {c: ("skipped: " + self.skipped[c] if c in self.skipped else
                            "fail" if self.errors[c] else "pass") for c in CHECKS},
             "errors": self.messages(),
@@ -104,15 +109,18 @@ class Report:
 
 
 def verify_file(path: str | os.PathLike, topology: Topology | None = None, fabric: Fabric | None = None,
-                lp: bool = True, deadlock_free: bool = False, strict: bool = False, demand=None) -> Report:
+                lp: bool = True, deadlock_free: bool = False, strict: bool = False, demand=None,
+                target: str = msccl_rules.DEFAULT_TARGET) -> Report:
     """Read ``path`` and :func:`verify_bytes` it."""
-    return verify_bytes(read_bytes(path), str(path), topology, fabric, lp, deadlock_free, strict, demand)
+    return verify_bytes(read_bytes(path), str(path), topology, fabric, lp, deadlock_free, strict, demand, target)
 
 
 def verify_bytes(data: bytes, source: str = "<xml>", topology: Topology | None = None,
                  fabric: Fabric | None = None, lp: bool = True, deadlock_free: bool = False,
-                 strict: bool = False, demand=None) -> Report:
+                 strict: bool = False, demand=None, target: str = msccl_rules.DEFAULT_TARGET) -> Report:
     """Run every check that applies to the file's format; with ``strict``, warnings are errors.
+
+    ``target`` names the MSCCL executor whose limits apply (:data:`~a2a_compiler.formats.msccl_rules.TARGETS`).
 
     Warnings name what the executor accepts but other tools do not (a receive
     whose fields differ from its send's, msccl-tools' convention) or what is
@@ -121,7 +129,7 @@ def verify_bytes(data: bytes, source: str = "<xml>", topology: Topology | None =
     :class:`~a2a_compiler.demand.Demand`): check data movement against it
     (:func:`_demand_layout`).  See :func:`_verify`.
     """
-    report = _verify(data, source, topology, fabric, lp, deadlock_free, demand)
+    report = _verify(data, source, topology, fabric, lp, deadlock_free, demand, msccl_rules.get_target(target))
     if strict and report.warnings:
         report.errors["executor rules"] += [f"(--strict) {w}" for w in report.warnings]
         report.warnings = []
@@ -164,7 +172,7 @@ def _demand_layout(fmt: str, program, demand, report: "Report", trace=None):
 
 
 def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric | None, lp: bool,
-            deadlock_free: bool, demand=None) -> Report:
+            deadlock_free: bool, demand=None, target: msccl_rules.Target | None = None) -> Report:
     """Run every check that applies to the file's format.
 
     Unreadable input (malformed XML, an unknown root, hostile constructs, bad
@@ -179,38 +187,61 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
     time is the all-to-allv's and the LP optimum is ``1/F(D)``.
     """
     fabric = fabric or Fabric()
-    root = parse_xml(data, source)
-    fmt = detect_format(root, source)
-    program = FORMATS[fmt].from_element(root, source)
+    if looks_like_plan(data):
+        fmt, program = "mscclpp", parse_mscclpp(data, source)
+    else:
+        root = parse_xml(data, source)
+        fmt = detect_format(root, source)
+        program = FORMATS[fmt].from_element(root, source)
     caps = None if topology is None else topology_check.link_capacities(topology)
-    if fmt == "msccl":
+    if fmt == "mscclpp":
+        if demand is not None:
+            raise A2AError("--demand: MSCCL++ plans are plain all-to-alls here; an all-to-allv compiles to MSCCL, "
+                           "oneCCL-style or MPI path files")
+        report = Report(source, fmt, program.nranks, program.chunks_per_shard)
+        layout = None
+        findings = mscclpp_rules.check_rules(program)
+        report.errors["executor rules"] += findings.errors
+        report.warnings += findings.warnings
+        g_ops = [sum(len(op.ops or ()) + 1 for op in tb.ops) for g in program.gpus for tb in g.threadblocks]
+        report.summary = (f"{program.nranks} gpus, {report.chunks_per_shard} chunk(s) per peer, "
+                          f"{'in-place' if program.inplace else 'out-of-place'}, "
+                          f"{sum(len(g.threadblocks) for g in program.gpus)} threadblocks, {sum(g_ops)} ops "
+                          f"(at most {max(g_ops, default=0)} per threadblock), protocol {program.protocol}")
+        trace = _executor_trace(report, findings.sound, 3 * program.nranks ** 2 * max(report.chunks_per_shard, 1)
+                                + sum(max(g.scratch_chunks, 0) for g in program.gpus), simulate.simulate_mscclpp, program)
+        if trace is None:
+            return report
+    elif fmt == "msccl":
         report = Report(source, fmt, program.ngpus, program.nchunksperloop // max(program.ngpus, 1))
         if demand is not None and demand.n != report.ranks:
             _demand_layout(fmt, program, demand, report)          # the one-line refusal
         rules = report.errors["executor rules"]
         rules += msccl_rules.check_lexical(data)
         rules += msccl_rules.check_attributes(root)
-        findings = msccl_rules.check_rules(program)
+        findings = msccl_rules.check_rules(program, target)
         rules += findings.errors
         report.warnings += findings.warnings
         sound = findings.sound
         tbs = sum(len(g.tbs) for g in program.gpus)
         steps = sum(len(t.steps) for g in program.gpus for t in g.tbs)
+        nodes = max((msccl_rules.parser_nodes(program, g) for g in program.gpus), default=0)
+        report.target, report.parser_nodes = target.name, nodes
         report.summary = (f"{program.ngpus} gpus, {report.chunks_per_shard} chunk(s) per peer, "
-                          f"{program.nchannels} channel(s), {tbs} thread blocks, {steps} steps, proto {program.proto}")
-        if sound and _too_big(report, program.nchunksperloop * 2 * len(program.gpus)
-                              + sum(max(g.s_chunks, 0) for g in program.gpus)):
-            sound = False
-        if not sound:
-            why = "the program breaks structural executor rules (see above)"
-            report.skipped = {c: why for c in ("data movement", "deadlock freedom", "topology") if not report.errors[c]}
+                          f"{program.nchannels} channel(s), {tbs} thread blocks, {steps} steps, "
+                          f"{nodes} parser nodes per rank (max; {target.name} target), proto {program.proto}")
+        layout = None
+
+        def run(prog):  # under --demand, the layout depends on whether the plain transpose holds
+            nonlocal layout
+            trace = simulate.simulate_msccl(prog)
+            layout = _demand_layout(fmt, prog, demand, report, trace)
+            return trace if layout is None else simulate.simulate_msccl(prog, layout)
+
+        trace = _executor_trace(report, sound, program.nchunksperloop * 2 * len(program.gpus)
+                                + sum(max(g.s_chunks, 0) for g in program.gpus), run, program)
+        if trace is None:
             return report
-        trace = simulate.simulate_msccl(program)
-        layout = _demand_layout(fmt, program, demand, report, trace)
-        if layout is not None:
-            trace = simulate.simulate_msccl(program, layout)
-        for m in trace.errors:
-            report.errors["deadlock freedom" if m.startswith("deadlock") else "data movement"].append(m)
     elif fmt == "oneccl":
         report = Report(source, fmt, program.nranks, program.chunks_per_shard)
         layout = _demand_layout(fmt, program, demand, report)
@@ -252,9 +283,14 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
         if fmt == "mpi":
             terr += topology_check.check_routes(program, topology)
         else:
-            terr += topology_check.check_moves(trace.moves, topology, "gpu" if fmt == "msccl" else "rank")
+            terr += topology_check.check_moves(trace.moves, topology, "rank" if fmt == "oneccl" else "gpu")
     if report.valid:  # the cost model needs a complete, well-formed schedule
-        report.perf = performance.program_performance(program, fabric, caps, trace, demand, layout)
+        routes = None
+        if topology is not None and topology.n_switches and fmt != "mpi":
+            from ..topology.switched import switch_routes
+
+            routes = switch_routes(topology)
+        report.perf = performance.program_performance(program, fabric, caps, trace, demand, layout, routes)
         reused = demand is not None and layout is None and getattr(program, "volumes", None) is None
         report.file_lp_time = None if reused else getattr(program, "lp_time", None)  # a reused file's is uniform
         if report.file_lp_time and report.fidelity is None:
@@ -267,6 +303,21 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
 
         report.lp_time = solve(topology, fabric, "mcf-decomp", demand=demand).lp_time
     return report
+
+
+def _executor_trace(report: Report, sound: bool, size: int, run, program):
+    """Symbolic execution (``run``) of an executor program the rules found sound and that declares
+    ``size`` buffer chunks, its errors filed; None, with the later checks marked skipped, otherwise."""
+    if sound and _too_big(report, size):
+        sound = False
+    if not sound:
+        why = "the program breaks structural executor rules (see above)"
+        report.skipped = {c: why for c in ("data movement", "deadlock freedom", "topology") if not report.errors[c]}
+        return None
+    trace = run(program)
+    for m in trace.errors:
+        report.errors["deadlock freedom" if m.startswith("deadlock") else "data movement"].append(m)
+    return trace
 
 
 def _too_big(report: Report, size: int) -> bool:

@@ -7,7 +7,8 @@ execution found (:class:`~a2a_compiler.verify.simulate.Move`):
 
 * oneCCL programs: stepped execution, one step per oneCCL step (they sync);
 * MPI path programs: stepped execution in one step (every route at once);
-* MSCCL programs: dataflow execution (the executor has no global steps).
+* MSCCL programs and MSCCL++ plans: dataflow execution (the executors have no global steps;
+  an MSCCL++ put follows the puts that brought its data and the threadblock's previous put).
 
 An all-to-allv program (a demand) weighs each chunk as the schedule IR does
 (:func:`a2a_compiler.chunk.ir.chunk_weights`): a path program's chunk of pair
@@ -65,13 +66,16 @@ def _stepped(model: CostModel, hops, n_steps: int, c: int, weight=None) -> Perfo
 
 
 def stepped_performance(moves, n_ranks: int, chunks_per_shard: int, fabric: Fabric, capacity=None,
-                        unit: float | None = None) -> Performance:
+                        unit: float | None = None, routes=None) -> Performance:
     """A oneCCL program's moves (``step`` set) -> stepped :class:`Performance`; ``unit``: the volume of
-    one chunk of an all-to-allv layout (else ``1/chunks_per_shard``)."""
+    one chunk of an all-to-allv layout (else ``1/chunks_per_shard``); ``routes`` as for
+    :func:`dataflow_performance`."""
     steps = sorted({m.step for m in moves})
     index = {t: i for i, t in enumerate(steps)}
-    hops = [(index[m.step], m.src, m.dst, o, d, 1) for m in moves for o, d, _ in m.labels]
-    model = _model({(m.src, m.dst) for m in moves}, n_ranks, fabric, capacity)
+    path = {(m.src, m.dst): (routes or {}).get((m.src, m.dst), (m.src, m.dst)) for m in moves}
+    hops = [(index[m.step], u, v, o, d, 1) for m in moves for u, v in zip(path[(m.src, m.dst)], path[(m.src, m.dst)][1:])
+            for o, d, _ in m.labels]
+    model = _model({e for p in path.values() for e in zip(p, p[1:])}, n_ranks, fabric, capacity)
     if unit is None:
         return _stepped(model, hops, len(steps), chunks_per_shard)
     return _stepped(model, hops, len(steps), 1, np.full((n_ranks, n_ranks), unit))
@@ -86,14 +90,19 @@ def routed_performance(program, fabric: Fabric, capacity=None) -> Performance:
 
 
 def dataflow_performance(moves, chunks_per_shard: int, fabric: Fabric, capacity=None, n_ranks: int = 0,
-                         unit: float | None = None) -> Performance:
+                         unit: float | None = None, routes=None) -> Performance:
     """An MSCCL program's moves (``after`` set) -> dataflow :class:`Performance`; ``step_loads``
-    holds one entry, the busiest link's total load; ``unit`` as in :func:`stepped_performance`."""
+    holds one entry, the busiest link's total load; ``unit`` as in :func:`stepped_performance`.
+    ``routes`` (:func:`~a2a_compiler.topology.switched.switch_routes`) gives the path of a move
+    between hosts joined through a switch."""
     n_ranks = max([n_ranks] + [max(m.src, m.dst) + 1 for m in moves])
-    model = _model({(m.src, m.dst) for m in moves}, n_ranks, fabric, capacity)
-    messages = [Message(m.src, m.dst, tuple(lab[0] for lab in m.labels), tuple(lab[1] for lab in m.labels), m.after)
-                for m in moves]
-    hops = [(0, m.src, m.dst, o, d, 1) for m in moves for o, d, _ in m.labels]
+    routes = routes or {}
+    path = {(m.src, m.dst): routes.get((m.src, m.dst), (m.src, m.dst)) for m in moves}
+    model = _model({e for p in path.values() for e in zip(p, p[1:])}, n_ranks, fabric, capacity)
+    messages = [Message(m.src, m.dst, tuple(lab[0] for lab in m.labels), tuple(lab[1] for lab in m.labels), m.after,
+                        path[(m.src, m.dst)]) for m in moves]
+    hops = [(0, u, v, o, d, 1) for m in moves for u, v in zip(path[(m.src, m.dst)], path[(m.src, m.dst)][1:])
+            for o, d, _ in m.labels]
     if unit is None:
         loads = _stepped(model, hops, 1, chunks_per_shard) if hops else None
     else:
@@ -104,7 +113,7 @@ def dataflow_performance(moves, chunks_per_shard: int, fabric: Fabric, capacity=
 
 
 def program_performance(program, fabric: Fabric, capacity=None, trace=None, demand=None,
-                        layout=None) -> Performance:
+                        layout=None, routes=None) -> Performance:
     """The predicted time of a lowered program, as ``a2a verify`` and ``compile`` report it.
 
     ``capacity``: ``{(u, v): cap}`` of the topology (default: used pairs at 1);
@@ -115,18 +124,23 @@ def program_performance(program, fabric: Fabric, capacity=None, trace=None, dema
     file is priced under the demand with its routes and steps unchanged (one schedule reused for
     every batch): a path's chunks weigh their pair's volume (the runtime splits each pair's bytes
     over its routes), a link program's fixed-size chunks are padded to the largest pair's volume
-    (``max D / C`` each).  The program must be valid (the cost model needs a complete schedule).
+    (``max D / C`` each).  ``routes``: paths through switches of link-program messages between
+    hosts that no link joins.  The program must be valid (the cost model needs a complete schedule).
     """
     from dataclasses import replace
 
     from ..chunk.ir import link_chunk_volume
-    from ..formats import MpiPathProgram, MscclProgram
+    from ..formats import MpiPathProgram, MscclppProgram, MscclProgram
     from . import simulate
 
     if isinstance(program, MpiPathProgram):
         if demand is not None and program.volumes is None:
             program = replace(program, volumes=tuple(map(tuple, demand.volumes.tolist())))
         return routed_performance(program, fabric, capacity)
+    if isinstance(program, MscclppProgram):
+        trace = trace or simulate.simulate_mscclpp(program)
+        return dataflow_performance(trace.moves, trace.chunks_per_shard, fabric, capacity, program.nranks,
+                                    routes=routes)
     if isinstance(program, MscclProgram):
         unit = None
         if layout is not None:
@@ -134,11 +148,12 @@ def program_performance(program, fabric: Fabric, capacity=None, trace=None, dema
         elif demand is not None:
             unit = float(demand.volumes.max()) / (program.nchunksperloop // program.ngpus)
         trace = trace or simulate.simulate_msccl(program, layout)
-        return dataflow_performance(trace.moves, trace.chunks_per_shard, fabric, capacity, program.ngpus, unit)
+        return dataflow_performance(trace.moves, trace.chunks_per_shard, fabric, capacity, program.ngpus, unit,
+                                    routes)
     trace = trace or simulate.simulate_oneccl(program)
     unit = None
     if program.chunk_counts is not None:
         unit = link_chunk_volume(np.array(program.volumes), program.counts())
     elif demand is not None:
         unit = float(demand.volumes.max()) / program.chunks_per_shard
-    return stepped_performance(trace.moves, program.nranks, program.chunks_per_shard, fabric, capacity, unit)
+    return stepped_performance(trace.moves, program.nranks, program.chunks_per_shard, fabric, capacity, unit, routes)

@@ -34,8 +34,9 @@ DESCRIPTION = """\
 Execute an all-to-all schedule on MPI_COMM_WORLD (run it under mpiexec -n N), check every received byte,
 and time it against native MPI_Alltoall over a size sweep, like nccl-tests.
 
-Formats: MSCCL XML (thread blocks, dependencies, s/r/rcs/cpy/nop), oneCCL-style XML (steps + sync) and
-MPI path schedules (routes; --route-mode relay|direct). Each rank reads FILE.
+Formats: MSCCL XML (thread blocks, dependencies, s/r/rcs/cpy/nop), MSCCL++ JSON execution plans (puts,
+signals/waits, semaphores, barriers; in-place plans too), oneCCL-style XML (steps + sync) and MPI path
+schedules (routes; --route-mode relay|direct). Each rank reads FILE.
 """
 
 EPILOG = """\
@@ -113,7 +114,8 @@ def check_applicable(args, fmt: str | None = None) -> None:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options of ``a2a run`` / ``python -m runtimes.mpi``."""
     p.add_argument("file", metavar="FILE",
-                   help="schedule: MSCCL XML (ours or other tools'), oneCCL-style XML, or MPI path schedule XML")
+                   help="schedule: MSCCL XML (ours or other tools'), MSCCL++ plan (JSON), oneCCL-style XML, or MPI "
+                        "path schedule XML")
     p.add_argument("-b", "--minbytes", type=parse_size, default=parse_size("1K"), metavar="SIZE",
                    help="smallest per-peer shard size m (default 1K)")
     p.add_argument("-e", "--maxbytes", type=parse_size, default=parse_size("1M"), metavar="SIZE",
@@ -135,7 +137,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mcf-flow", type=parse_flow, metavar="F",
                    help="MCF flow value F per commodity in link units, e.g. 0.0740741 or 2/27 (as printed by "
                         "'a2a solve' for the fabric the schedule was compiled for); default: 1/lp_time recorded in "
-                        "oneCCL-style and MPI path files by 'a2a compile' (MSCCL XML does not record it)")
+                        "oneCCL-style and MPI path files by 'a2a compile' (MSCCL XML and MSCCL++ plans do not record it)")
     p.add_argument("--timeout", type=parse_timeout, default=60.0, metavar="SECONDS",
                    help="abort the whole job (MPI_Abort) when a rank makes no progress for this long: a dead rank "
                         "or a deadlocking schedule never hangs (default 60; 0 disables)")

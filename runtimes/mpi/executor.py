@@ -214,11 +214,14 @@ class Alltoall:
     def _execute(self, bufs: list[np.ndarray]) -> None:
         """Run this rank's plan on ``[input, output, scratch]`` chunk buffers in host order."""
         p = self.plan
+        if p.inplace:  # the plan transposes its input buffer in place: give it the output, holding the input
+            bufs[BUF_O][:] = bufs[BUF_I]
+            bufs[BUF_I] = bufs[BUF_O]
         if p.self_copy:
             me = slice(p.rank * p.chunks_per_shard, (p.rank + 1) * p.chunks_per_shard)
             bufs[BUF_O][me] = bufs[BUF_I][me]
         body = p.body
-        if isinstance(body, MscclPlan):
+        if isinstance(body, MscclPlan):  # MSCCL and MSCCL++ plans
             run_msccl(body, bufs, self.comm)
         elif isinstance(body, OnecclPlan):
             run_oneccl(body, bufs, self.comm)
@@ -280,10 +283,13 @@ def run_msccl(plan: MscclPlan, bufs: list[np.ndarray], comm) -> None:
     def post_recv(t, j):
         st = tbs[t].steps[j]
         db, do, cnt = st.dstbuf, st.dstoff, st.cnt
-        recvs[(t, j)] = comm.Irecv(bufs[db][do:do + cnt], tbs[t].recv, tbs[t].tag)
+        peer, tag = (st.peer, st.tag) if st.peer >= 0 else (tbs[t].recv, tbs[t].tag)
+        recvs[(t, j)] = comm.Irecv(bufs[db][do:do + cnt], peer, tag)
 
-    def post_send(t, b, lo, cnt):
-        sends.append((comm.Isend(bufs[b][lo:lo + cnt], tbs[t].send, tbs[t].tag), b, lo, lo + cnt))
+    def post_send(t, b, lo, cnt, peer, tag):
+        if peer < 0:
+            peer, tag = tbs[t].send, tbs[t].tag
+        sends.append((comm.Isend(bufs[b][lo:lo + cnt], peer, tag), b, lo, lo + cnt))
 
     for t, tb in enumerate(tbs):
         for j, st in enumerate(tb.steps):
@@ -297,7 +303,7 @@ def run_msccl(plan: MscclPlan, bufs: list[np.ndarray], comm) -> None:
         for t, tb in enumerate(tbs):
             while pc[t] < nsteps[t]:
                 j = pc[t]
-                op, sb, so, db, do, cnt, depid, deps, hazard, _ = tb.steps[j]
+                op, sb, so, db, do, cnt, depid, deps, hazard, _, peer, tag = tb.steps[j]
                 if depid >= 0 and pc[depid] <= deps:
                     break
                 if hazard and (t, j) not in recvs and _send_reads(sends, db, do, do + cnt):
@@ -310,9 +316,9 @@ def run_msccl(plan: MscclPlan, bufs: list[np.ndarray], comm) -> None:
                         break
                     del recvs[(t, j)]
                     if op == RCS:
-                        post_send(t, db, do, cnt)
+                        post_send(t, db, do, cnt, peer, tag)
                 elif op == SEND:
-                    post_send(t, sb, so, cnt)
+                    post_send(t, sb, so, cnt, peer, tag)
                 elif op == CPY:
                     bufs[db][do:do + cnt] = bufs[sb][so:so + cnt]
                 pc[t] += 1

@@ -94,9 +94,11 @@ class BenchResult:
         return cls(header, obj["results"], obj["warnings"])
 
 
-def link_chunks(program, layout=None) -> dict[tuple[int, int], int]:
+def link_chunks(program, layout=None, routes=None) -> dict[tuple[int, int], int]:
     """Chunks each directed link carries in one call of ``program`` (every hop of every route or message;
-    ``layout``: an MSCCL all-to-allv's chunks per pair)."""
+    ``layout``: an MSCCL all-to-allv's chunks per pair; ``routes`` gives the switch path of a message
+    between hosts no link joins)."""
+    from a2a_compiler.formats import MscclppProgram
     from a2a_compiler.verify import simulate
 
     count: Counter = Counter()
@@ -105,10 +107,14 @@ def link_chunks(program, layout=None) -> dict[tuple[int, int], int]:
             for u, v in zip(s.nodes, s.nodes[1:]):
                 count[(u, v)] += len(s.chunks)
         return dict(count)
-    trace = (simulate.simulate_msccl(program, layout) if isinstance(program, MscclProgram)
-             else simulate.simulate_oneccl(program))
+    if isinstance(program, MscclProgram):
+        trace = simulate.simulate_msccl(program, layout)
+    else:
+        trace = (simulate.simulate_mscclpp if isinstance(program, MscclppProgram) else simulate.simulate_oneccl)(program)
     for m in trace.moves:
-        count[(m.src, m.dst)] += len(m.labels)
+        path = (routes or {}).get((m.src, m.dst), (m.src, m.dst))
+        for u, v in zip(path, path[1:]):
+            count[(u, v)] += len(m.labels)
     return dict(count)
 
 
@@ -150,8 +156,13 @@ def prepare(path: Path, topology: Topology, fabric: Fabric, demand=None) -> Item
     if fmt == "mpi":
         mode = "direct" if fabric.forwarding == "nic" else "relay"
     layout = None if demand is None else layout_counts(program, topology.n_hosts, demand)
+    routes = None
+    if topology.n_switches and fmt != "mpi":
+        from a2a_compiler.topology.switched import switch_routes
+
+        routes = switch_routes(topology)
     return Item(path.stem, "schedule", program, path, mode, report.perf.predicted_time,
-                link_chunks(program, layout), report.chunks_per_shard, program, layout)
+                link_chunks(program, layout, routes), report.chunks_per_shard, program, layout)
 
 
 def _routes_item(routes, fabric: Fabric, demand=None) -> Item:
