@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from ..deadlock import SCHEMES
+from ..deadlock.orders import FAMILIES
 from ..errors import A2AError
 from ..files import atomic_write, check_writable
 from ..progress import Progress
@@ -41,6 +42,12 @@ algorithms:
   sf-layers      Blach et al. 2024, Alg. 1: layer 0 balanced minimal paths, each further layer
                  one almost-minimal path per router pair with the least overlap; layers and
                  fatpaths get virtual lanes by DFSSSP; info reports disjoint-path counts
+  mcf-df         deadlock-free by construction (section 5.5's open problem): K = --layers
+                 acyclic channel orders (--orders mcf: the link MCF's routes packed into K
+                 acyclic layers; updown: up*/down* from K BFS roots; coordinate: tori and
+                 hypercubes, dimension orders with datelines), then the exact MCF over routes
+                 monotone in one order; each route keeps its order's layer.  bound = certified
+                 bound over those routes, ratio = price of deadlock freedom
 
 deadlock schemes (--deadlock; each layer's channel dependency graph is acyclic):
   lash      Skeie et al. 2002: host pairs first-fit into layers
@@ -75,6 +82,7 @@ examples:
   a2a routes fattree:4,3 --algo minhop --pattern shift      # congestion 4 worst, 3.24 average
   a2a routes slimfly:5 --algo sf-val --route-seed 1 -o sf5-val.xml && a2a verify sf5-val.xml --deadlock-free
   a2a routes slimfly:5 --algo sf-layers --layers 4 --json   # info: vls, disjoint_paths_histogram, ...
+  a2a routes genkautz:64,4 --algo mcf-df --layers 4 -o gk64.xml && a2a verify gk64.xml --deadlock-free
 """
 
 #: Engine options of the command line -> the algorithms that take them.
@@ -83,7 +91,8 @@ ENGINE_OPTIONS = {
     "eps": ("--eps", ("ilp-disjoint", "ilp-shortest", "fptas")),
     "max_paths": ("--max-paths", ("ewsp", "ilp-shortest", "pmcf-shortest")),
     "early_stop": ("--no-early-stop", ("fptas",)),
-    "layers": ("--layers", ("fatpaths", "sf-layers")),
+    "layers": ("--layers", ("fatpaths", "sf-layers", "mcf-df")),
+    "orders": ("--orders", ("mcf-df",)),
     "rho": ("--rho", ("fatpaths",)),
     "variant": ("--variant", ("fatpaths",)),
     "route_seed": ("--route-seed", ("sf-val", "fatpaths", "sf-layers")),
@@ -116,7 +125,10 @@ def register(sub) -> None:
     d.add_argument("--max-layers", type=positive_int, metavar="K",
                    help="fail unless the routes fit in K virtual layers")
     g.add_argument("--layers", type=positive_int, metavar="L",
-                   help="fatpaths, sf-layers: routing layers, i.e. LID offsets of the LMC range (default 4)")
+                   help="fatpaths, sf-layers: routing layers, i.e. LID offsets of the LMC range (default 4); "
+                        "mcf-df: virtual layers K the routes may use (default 2)")
+    g.add_argument("--orders", choices=FAMILIES, help="mcf-df: family of the K channel orders: "
+                   + ", ".join(FAMILIES) + " (default mcf)")
     g.add_argument("--rho", type=float, metavar="R", help="fatpaths: fraction of cables in each random layer "
                                                           "(default 0.6)")
     g.add_argument("--variant", choices=("random", "balanced"),

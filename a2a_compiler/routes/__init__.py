@@ -37,6 +37,7 @@ ENGINES: dict[str, tuple[str, str]] = {
     "ugal": ("ugal", "ugal"),
     "fatpaths": ("fatpaths", "fatpaths"),
     "sf-layers": ("sf_layers", "sf_layers"),
+    "mcf-df": ("mcf_df", "mcf_df"),
 }
 
 
