@@ -189,7 +189,8 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
             steps: int | None = None, paths: str | None = None, max_paths: int | None = None,
             solver: str | None = None, channels: int | None = None, instances: int | None = None,
             proto: str | None = None, min_bytes: int | None = None, max_bytes: int | None = None,
-            rcs: bool | None = None, name: str | None = None, progress=None) -> CompileResult:
+            rcs: bool | None = None, max_flows: int | None = None, flow_per_chunk: bool | None = None,
+            name: str | None = None, progress=None) -> CompileResult:
     """Compile an all-to-all schedule for ``source`` and lower it to ``emit`` (Basu et al. §3–§4).
 
     ``source`` is a topology spec (``"torus:3x3x3"``), a
@@ -205,7 +206,9 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
     (16), ``min_fidelity`` (the smallest ``C`` reaching it; for MSCCL measured
     on the lowered program), tsMCF ``steps``.  MSCCL: ``channels``,
     ``instances`` (1), ``proto`` (Simple), ``min_bytes``, ``max_bytes`` (0 = no
-    limit), ``rcs`` (False).  ``name`` goes into the file.  Each keyword is the ``a2a compile``
+    limit), ``rcs`` (False).  MPI paths (:mod:`a2a_compiler.chunk.injection`): ``flow_per_chunk``
+    (every chunk its own route), ``max_flows`` (time steps with at most that many routes per host and
+    direction).  ``name`` goes into the file.  Each keyword is the ``a2a compile``
     option of the same name (``max_chunks`` is ``--max-chunks``), with the same
     defaults; errors name the option that way.
 
@@ -227,6 +230,10 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
                                ("min_bytes", min_bytes), ("max_bytes", max_bytes), ("rcs", rcs)) if v is not None}
     if msccl and emit != "msccl":
         raise A2AError(f"{', '.join(map(flag, msccl))} appl{'ies' if len(msccl) == 1 else 'y'} to --emit msccl only")
+    injection = {k: v for k, v in (("max_flows", max_flows), ("flow_per_chunk", flow_per_chunk)) if v}
+    if injection and emit != "mpi":
+        raise A2AError(f"{', '.join(map(flag, injection))} appl{'ies' if len(injection) == 1 else 'y'} to "
+                       "--emit mpi only (routed schedules)")
     lower = _lowering(emit, name, msccl)
     t0 = time.perf_counter()
     if isinstance(source, (LinkSchedule, PathSchedule)):
@@ -258,6 +265,10 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
         schedule = build_schedule(topology, fab, method, max_chunks=16 if max_chunks is None else max_chunks,
                                   min_fidelity=min_fidelity, steps=steps, solve_options=solve_options,
                                   program_time=_program_time(emit, lower, fab), progress=progress)
+    if injection:
+        from .chunk.injection import injection_control
+
+        schedule = injection_control(schedule, max_flows, bool(flow_per_chunk))
     t1 = time.perf_counter()
     program = lower(schedule)
     data = program_to_xml(program)

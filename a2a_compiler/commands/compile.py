@@ -5,8 +5,8 @@ from __future__ import annotations
 from ..cli import command_parser
 from ..compiler import EMITS
 from ..errors import A2AError
-from .common import SPEC_HELP, add_chunking_args, add_fabric_args, add_output_args, add_topology_args, \
-    nonnegative_int, positive_int, print_json, progress
+from .common import SPEC_HELP, add_chunking_args, add_fabric_args, add_injection_args, add_output_args, \
+    add_topology_args, nonnegative_int, positive_int, print_json, progress
 
 EPILOG = """\
 formats and the methods that feed them (docs/formats.md):
@@ -32,6 +32,7 @@ examples:
   a2a compile torus:3x3x3 --link-bw 25Gbps --host-bw 100Gbps --emit oneccl -o t3.xml
   a2a compile torus:3x3x3 --link-bw 25Gbps --host-bw 100Gbps --emit msccl --min-fidelity 0.99 -o t3.xml
   a2a compile fattree:4,2 --emit mpi --method pmcf --paths shortest -o ft-paths.xml
+  a2a compile torus:3x3x3 --forwarding nic --emit mpi --max-flows 8 -o t3-steps.xml   # time-stepped routes
   a2a schedule hypercube:3 -o s.json && a2a compile --from-ir s.json --emit msccl -o hc3.xml
 """
 
@@ -72,6 +73,7 @@ def register(sub) -> None:
                    help="pass chunks straight on with rcs (receive-copy-send) steps where the reference allows it "
                         "(3-hop paths whose relays can stage the chunk in its output slot), on extra channels: "
                         "less scratch, but more steps and thread blocks (docs/formats.md)")
+    add_injection_args(p)
     p.add_argument("--name", help="algorithm name written into the file (default SPEC-METHOD)")
     add_output_args(p, "FILE", "the XML", "format, method, ranks, chunks_per_shard, lp_time, mcf_time, "
                                           "predicted_time, fidelity, mcf_ratio, output, ...")
@@ -81,7 +83,7 @@ def register(sub) -> None:
 #: ``a2a compile`` options that are keywords of :func:`a2a_compiler.compiler.compile`.
 OPTIONS = ("method", "link_bw", "host_bw", "forwarding", "remove_links", "remove_nodes", "seed", "max_chunks",
            "min_fidelity", "steps", "paths", "max_paths", "channels", "instances", "proto", "min_bytes",
-           "max_bytes", "rcs", "name")
+           "max_bytes", "rcs", "max_flows", "flow_per_chunk", "name")
 
 
 def run(args) -> int:

@@ -12,8 +12,8 @@ from ..files import atomic_write, check_writable
 from ..progress import Progress
 from ..routes import ENGINES
 from ..routes.patterns import PATTERNS, pattern_congestion
-from .common import PROGRESS_DELAY, add_fabric_args, add_topology_args, fabric_from_args, nonnegative_int, \
-    positive_int, print_json, topology_from_args
+from .common import PROGRESS_DELAY, add_fabric_args, add_injection_args, add_topology_args, fabric_from_args, \
+    nonnegative_int, positive_int, print_json, topology_from_args
 
 HELP = "route every host pair with a baseline or MCF scheme; chunk, layer and write an MPI path schedule"
 
@@ -70,8 +70,8 @@ weights before chunking), lp_time (a relaxation's time, where there is one), bou
 certified lower bound: MIP dual bound, FPTAS/LP dual), mcf_time (optimal link MCF) and
 ratio = alltoall_time / mcf_time, optimal and mip_gap (ILPs), layers and deadlock_free
 (channel dependencies over (link, virtual channel) checked on the file), chunks_per_shard,
-chunks_exact, routes, seconds.  The file's lp_time attribute is mcf_time, so 'a2a run'
-measures every baseline against the same MCF bound.
+chunks_exact, routes, steps, max_flows, seconds.  The file's lp_time attribute is mcf_time,
+so 'a2a run' measures every baseline against the same MCF bound.
 
 examples:
   a2a routes genkautz:64,4 --algo sssp --json
@@ -136,6 +136,7 @@ def register(sub) -> None:
     g.add_argument("--route-seed", type=nonnegative_int, metavar="S",
                    help="sf-val, fatpaths, sf-layers: seed of the random choices (default 0)")
     g.add_argument("--pattern", choices=PATTERNS, help="also report the congestion of this pattern's stages")
+    add_injection_args(p)
     o = p.add_argument_group("output")
     o.add_argument("--max-chunks", type=positive_int, default=64, metavar="C",
                    help="most chunks per shard (default 64): the rounding grid when the weights are not exact")
@@ -175,6 +176,9 @@ def _human(s: dict) -> str:
         extra.append(("proved optimal" if s["optimal"] else "not proved optimal") + f", MIP gap {s['mip_gap']:.3g}")
     if extra:
         lines.append("           " + "; ".join(extra))
+    if s["steps"] > 1:
+        lines.append(f"steps      {s['steps']} time steps, at most {s['max_flows']} routes per host and direction "
+                     "in each (a barrier between steps)")
     how = f" ({s['deadlock']})" if s["deadlock"] else ""
     lines.append(f"layers     {s['layers']}{how}, " + ("deadlock-free" if s["deadlock_free"] else
                                                           "NOT deadlock-free (cyclic channel dependencies)"))
@@ -199,7 +203,8 @@ def run(args) -> int:
     reporter = None if args.quiet else Progress(delay=PROGRESS_DELAY)
     try:
         result = route_schedule(topology, args.algo, fabric, deadlock=args.deadlock, max_layers=args.max_layers,
-                                max_chunks=args.max_chunks, progress=reporter, **options)
+                                max_chunks=args.max_chunks, max_flows=args.max_flows,
+                                flow_per_chunk=bool(args.flow_per_chunk), progress=reporter, **options)
     finally:
         if reporter:
             reporter.close()

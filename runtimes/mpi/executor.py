@@ -178,10 +178,14 @@ class Alltoall:
             run_msccl(body, bufs, self.comm)
         elif isinstance(body, OnecclPlan):
             run_oneccl(body, bufs, self.comm)
-        elif self.steered is not None:
-            self.steered.run(body, bufs)
         else:
-            run_paths(body, bufs, self.comm)
+            for t, step in enumerate(body.steps()):
+                if t:                            # time steps: every rank finished the previous one
+                    _barrier(self.comm)
+                if self.steered is not None:
+                    self.steered.run(step, bufs)
+                else:
+                    run_paths(step, bufs, self.comm)
         if pad is not None:
             recv.reshape(p.nranks, m)[:] = pad[1].reshape(p.nranks, C * c)[:, :m]
 
@@ -304,6 +308,11 @@ def _waitall(reqs: list) -> None:
         return
     while not MPI.Request.Testall(reqs):
         os.sched_yield()
+
+
+def _barrier(comm) -> None:
+    """``MPI_Barrier``, not spinning meanwhile (as :func:`_waitall`)."""
+    _waitall([comm.Ibarrier()])
 
 
 def _send_reads(sends: list, buf: int, lo: int, hi: int) -> bool:
