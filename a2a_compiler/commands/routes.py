@@ -93,6 +93,7 @@ ENGINE_OPTIONS = {
     "early_stop": ("--no-early-stop", ("fptas",)),
     "layers": ("--layers", ("fatpaths", "sf-layers", "mcf-df")),
     "orders": ("--orders", ("mcf-df",)),
+    "solver": ("--solver", ("mcf-df",)),
     "rho": ("--rho", ("fatpaths",)),
     "variant": ("--variant", ("fatpaths",)),
     "route_seed": ("--route-seed", ("sf-val", "fatpaths", "sf-layers")),
@@ -129,6 +130,9 @@ def register(sub) -> None:
                         "mcf-df: virtual layers K the routes may use (default 2)")
     g.add_argument("--orders", choices=FAMILIES, help="mcf-df: family of the K channel orders: "
                    + ", ".join(FAMILIES) + " (default mcf)")
+    g.add_argument("--solver", choices=("ipm-crossover", "ipm", "simplex"),
+                   help="mcf-df: LP solver; ipm-crossover (default) ends at the canonical optimal vertex, few "
+                        "routes; ipm is faster, same optimum, more routes")
     g.add_argument("--rho", type=float, metavar="R", help="fatpaths: fraction of cables in each random layer "
                                                           "(default 0.6)")
     g.add_argument("--variant", choices=("random", "balanced"),

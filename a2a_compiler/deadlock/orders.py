@@ -16,12 +16,19 @@ mcf          (default) the link MCF's own routes (MCF-extP, Basu et al.
              §3.2.1) packed into ``K`` layers, heaviest route first (weights
              snapped, ties by route index), each into the first layer whose
              dependencies stay acyclic (LASH's first fit, Skeie et al. 2002);
-             a host pair left without a route gets the shortest route that is
-             monotone in the current order of some layer (lowest layer on a
-             tie); each layer's key is the topological order its acyclic
-             dependencies keep (Pearce & Kelly 2006, started from link id
-             order).  Every packed route stays allowed, so the restricted MCF
-             is at least as good as the routes that fit.
+             each pair's heaviest route goes first; a pair none of whose
+             routes fits gets the fewest-hop route monotone in the current
+             order of some layer (lowest layer on a tie), else the first of
+             its :data:`DETOURS` fewest-hop simple paths some layer takes;
+             each layer's key is the topological order its acyclic
+             dependencies keep (Pearce & Kelly 2006), started on a symmetric
+             topology from the up*/down* order of the layer's root (as in
+             ``updown``), so links no packed route constrains keep that
+             order; on a digraph from link id order.  If a pair is still
+             left without a route, layer 0 is seeded first with the routes
+             of every pair through a BFS tree from node 0 (symmetric
+             topologies).  Every packed route stays allowed, so the
+             restricted MCF is at least as good as the routes that fit.
 updown       up*/down* (Schroeder et al. 1991, Autonet) from ``K`` BFS roots:
              root 0 is node 0, each further root the node farthest (hops,
              both directions summed) from the roots chosen so far, lowest id
@@ -265,10 +272,14 @@ def _tree_routes(topology: Topology, root: int) -> list[list[int]]:
 
 
 def _pack(topology: Topology, layers: int, paths, weight: np.ndarray, seed: list[list[int]]):
-    """First-fit packing (module docstring): ``(graphs, weight placed per layer, pairs filled)``, or
-    ``None`` with the first pair left without a monotone route."""
+    """First-fit packing (module docstring): ``(graphs, weight placed per layer)``, or
+    ``(None, (s, t))`` with the first pair left without a monotone route."""
     E, nh = topology.n_links, topology.n_hosts
     graphs = [LayerGraph(E) for _ in range(layers)]
+    if topology.is_symmetric():                 # start each layer from the up*/down* order of its root
+        hops = _hops(topology)
+        for g, root in zip(graphs, updown_roots(topology, layers)):
+            g.order = _rank(updown_key(topology, root, hops)).tolist()
     for chain in seed:
         graphs[0].add([chain])
     chains = [[topology.link_index(u, v) for u, v in zip(p.nodes, p.nodes[1:])] for p in paths]
