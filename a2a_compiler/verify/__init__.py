@@ -213,7 +213,8 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
             report.warnings.append(
                 f"the file's LP time {report.file_lp_time:.6g} exceeds its predicted time "
                 f"{report.perf.predicted_time:.6g} on this fabric, so it was compiled for another one: give "
-                f"--link-bw, --host-bw and --forwarding as at compile time for its fidelity")
+                f"--link-bw, --host-bw and --forwarding as at compile time for its fidelity (a job's joint "
+                f"schedule from 'a2a solve --jobs' counts the other jobs' traffic on shared links)")
     if topology is not None and lp and not report.errors["topology"]:
         from ..solve import solve
 

@@ -166,11 +166,13 @@ def _check_memory(a2a, m: int, local_ranks: int) -> None:
                        f"only {avail / 2**30:.1f} GiB available; lower -e")
 
 
-def _timed(comm, fn, send, recv, n_warm, n_iter, check, watchdog, on_timed=None):
+def _timed(comm, fn, send, recv, n_warm, n_iter, check, watchdog, on_timed=None, start=None):
     """Run ``fn`` warm-up + timed iterations; returns (per-iteration max-over-ranks times, first error).
 
     ``on_timed()``, if given, is called on every rank just before the first
-    timed iteration (the testbed snapshots its counters there).
+    timed iteration (the testbed snapshots its counters there).  Every
+    iteration starts with a barrier on ``start`` (default ``comm``; the
+    testbed's jobs start together on the world communicator).
     """
     import numpy as np
     from mpi4py import MPI
@@ -186,7 +188,7 @@ def _timed(comm, fn, send, recv, n_warm, n_iter, check, watchdog, on_timed=None)
         verify = check == "all" or (check == "first-last" and it in (0, total - 1))
         if verify:
             recv.fill(0xA5)
-        comm.Barrier()
+        (start or comm).Barrier()
         t0 = MPI.Wtime()
         fn(send, recv)
         dt = MPI.Wtime() - t0
