@@ -9,6 +9,13 @@
   certified from the routes and the restricted dual bound is reported beside
   it.  Then the acceptance cases run as a user runs them: ``a2a routes ...
   --algo mcf-df --layers K -o FILE`` and ``a2a verify FILE --deadlock-free``.
+* ``flows`` (root): injection rate control on the emulated testbed
+  (``a2a testbed``, each flow a steered TCP connection): throughput against
+  the number of flows a host drives at once, for MCF-extP with *granular
+  chunking* (every chunk its own flow, ``C`` = 1..16 chunks per shard: 26·C
+  flows per host on the 3×3×3 torus) and for the *time-stepped* MCF-extP
+  schedule (``--max-flows Q``: at most Q routes per host and direction per
+  step, barriers between steps), on the §5.2 torus with NIC forwarding.
 """
 
 from __future__ import annotations
@@ -20,8 +27,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-
-import numpy as np
 
 from a2a_compiler.deadlock.orders import channel_orders
 from a2a_compiler.errors import A2AError
@@ -138,6 +143,107 @@ def pdf(out_dir: Path, quick: bool) -> None:
     save_png(fig, out_dir / "pdf.png")
 
 
+#: ``flows``: the torus and its fabric (10 Mbit/s links, 40 Mbit/s hosts: the paper's 25/100 Gbit/s ratio),
+#: shard sizes (full, quick), chunk counts of the granular schedules, flow limits of the stepped ones.
+FLOWS_SPEC = "torus:3x3x3"
+FLOWS_FABRIC = (10e6 / 8, 40e6 / 8)
+FLOWS_SIZES = ([256 << 10], [64 << 10])
+FLOWS_CHUNKS = ([1, 2, 4, 8, 16], [1, 4])
+FLOWS_LIMITS = ([1, 2, 4, 8, 16, 32], [2, 8])
+FLOWS_ITERS = (3, 2)
+FLOWS_HEADER = ["schedule", "kind", "chunks_per_shard", "max_flows", "steps", "flows_per_host", "routes",
+                "predicted_time", "size_bytes", "time_s", "measured_MBps", "predicted_MBps", "bound_MBps",
+                "fraction_of_bound", "predicted_fraction", "verified", "routes_followed", "retransmitted",
+                "timeouts", "cpu_busy"]
+
+
+def _flows_schedules(tmp: Path, quick: bool) -> list[tuple[Path, dict]]:
+    """Granular MCF-extP at every chunk count and the stepped MCF-extP at every flow limit, as files."""
+    from collections import Counter
+
+    from a2a_compiler.chunk import predicted_time
+    from a2a_compiler.chunk.injection import time_steps
+    from a2a_compiler.compiler import compile
+    from a2a_compiler.fabric import Fabric
+    from a2a_compiler.formats import program_to_xml
+    from a2a_compiler.lower.mpi_paths import lower_mpi_paths
+    from a2a_compiler.routes.schedule import route_schedule
+
+    topology = from_spec(FLOWS_SPEC)
+    fabric = Fabric(*FLOWS_FABRIC, "nic")
+    mcf = solve(topology, fabric, "mcf-decomp").a2a_time
+    out = []
+    for C in FLOWS_CHUNKS[quick]:
+        r = route_schedule(topology, "mcf-extp", fabric, max_chunks=C, flow_per_chunk=True, mcf_time=mcf,
+                           name=f"granular-C{C}")
+        path = tmp / f"granular-C{C}.xml"
+        path.write_bytes(r.xml)
+        per = Counter(x.src for x in r.schedule.routes)
+        out.append((path, {"kind": "granular", "chunks_per_shard": r.schedule.chunks_per_shard, "max_flows": None,
+                           "steps": 1, "flows_per_host": max(per.values()), "routes": len(r.schedule.routes),
+                           "predicted_time": r.alltoall_time}))
+    base = compile(topology, "mpi", fabric=fabric).schedule          # MCF-extP, C = 4: the compile default
+    for Q in FLOWS_LIMITS[quick] + [None]:
+        sched = base if Q is None else time_steps(base, Q)
+        name = "mcf-extp" if Q is None else f"stepped-Q{Q}"
+        path = tmp / f"{name}.xml"
+        path.write_bytes(program_to_xml(lower_mpi_paths(sched, name)))
+        per = Counter((x.step, x.src) for x in sched.routes)
+        out.append((path, {"kind": "stepped" if Q else "routes", "chunks_per_shard": sched.chunks_per_shard,
+                           "max_flows": Q, "steps": sched.info.get("steps", 1), "flows_per_host": max(per.values()),
+                           "routes": len(sched.routes), "predicted_time": predicted_time(sched)}))
+    return out
+
+
+def flows(out_dir: Path, quick: bool) -> None:
+    """Throughput against concurrent flows per host: granular chunking and time steps on the testbed."""
+    from a2a_compiler.fabric import Fabric
+    from runtimes.testbed.bench import bench
+
+    topology = from_spec(FLOWS_SPEC)
+    fabric = Fabric(*FLOWS_FABRIC, "nic")
+    with tempfile.TemporaryDirectory() as tmp:
+        made = _flows_schedules(Path(tmp), quick)
+        for path, meta in made:
+            _log(f"{path.stem}: {meta['routes']} routes, {meta['flows_per_host']} flows per host, predicted "
+                 f"{meta['predicted_time']:.4g} link-times")
+        result = bench(topology, fabric, [p for p, _ in made], sizes=FLOWS_SIZES[quick], iters=FLOWS_ITERS[quick],
+                       warmup=1, progress=_log)
+    meta = {p.stem: m for p, m in made}
+    rows = []
+    for r in result.results:
+        m = meta[r["label"]]
+        rows.append([r["label"], m["kind"], m["chunks_per_shard"], m["max_flows"], m["steps"], m["flows_per_host"],
+                     m["routes"], m["predicted_time"], r["size_bytes"], r["time_s"], r["algbw_Bps"] / 1e6,
+                     r["predicted_Bps"] / 1e6, r["bound_Bps"] / 1e6, r["bound_fraction"],
+                     r["predicted_Bps"] / r["bound_Bps"], r["verified"], r["routes_followed"],
+                     r["tcp"].get("retransmitted"), r["tcp"].get("timeouts"), r["cpu"]["busy_fraction"]])
+        _log(f"{r['label']}: {100 * r['bound_fraction']:.1f} % of the bound (predicted "
+             f"{100 * rows[-1][14]:.1f} %), check {'ok' if r['verified'] else 'FAILED'}")
+    for w in result.warnings + result.failed:
+        _log(f"warning: {w}")
+    write_csv(out_dir / "flows.csv", FLOWS_HEADER, rows)
+    fig, axes = figure(1, 1, width=6.0, height=4.0)
+    ax = axes[0][0]
+    for kind, color, marker in (("granular", "tab:red", "o"), ("stepped", "tab:blue", "s")):
+        pts = sorted((r[5], r[13], r[14]) for r in rows if r[1] == kind)
+        if pts:
+            x, y, pred = zip(*pts)
+            ax.plot(x, y, color=color, marker=marker, label=f"{kind}: measured")
+            ax.plot(x, pred, color=color, ls=":", label=f"{kind}: predicted")
+    for r in rows:
+        if r[1] == "routes":
+            ax.plot([r[5]], [r[13]], color="black", marker="*", ms=10, ls="", label="MCF-extP, all routes at once")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("flows a host drives at once (TCP connections)")
+    ax.set_ylabel("throughput / MCF bound")
+    ax.set_ylim(0, 1.05)
+    ax.set_title(f"{FLOWS_SPEC}, NIC forwarding, {FLOWS_SIZES[quick][0] >> 10} KiB shards", fontsize=9)
+    ax.legend(fontsize=7)
+    save_png(fig, out_dir / "flows.png")
+
+
 FIGURES = {
     "pdf": (pdf, "price of deadlock freedom against K virtual layers on the zoo (mcf-df, Basu section 5.5)"),
+    "flows": (flows, "testbed: throughput against flows per host, granular chunking vs time steps (root)"),
 }
