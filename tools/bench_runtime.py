@@ -47,7 +47,7 @@ def run_format(fmt: str, args, workdir: Path) -> dict:
     path = atomic_write(workdir / f"direct-{args.nranks}.{fmt}.xml", program_to_xml(DIRECT[fmt](args.nranks)))
     cmd = [mpiexec(), "-n", str(args.nranks), sys.executable, "-m", "runtimes.mpi", str(path), "--json",
            "-b", args.minbytes, "-e", args.maxbytes, "-f", str(args.stepfactor), "-n", str(args.iters),
-           "-w", str(args.warmup), "--route-mode", "direct", "--timeout", "120"]
+           "-w", str(args.warmup), "--timeout", "120"] + (["--route-mode", "direct"] if fmt == "mpi" else [])
     print(f"# {' '.join(cmd)}", file=sys.stderr, flush=True)
     env = dict(os.environ)
     if args.mpich_alltoall:

