@@ -16,6 +16,11 @@
   flows per host on the 3×3×3 torus) and for the *time-stepped* MCF-extP
   schedule (``--max-flows Q``: at most Q routes per host and direction per
   step, barriers between steps), on the §5.2 torus with NIC forwarding.
+* ``jobs`` (root): two jobs on the 3×3×3 torus (the two halves; two planes
+  with the third idle), solved jointly (``a2a solve --jobs``) and each alone,
+  both pairs of schedules run on the testbed with the jobs at once, each on
+  its own MPI communicator; per job: measured and predicted throughput
+  against the joint rate.
 """
 
 from __future__ import annotations
@@ -243,7 +248,73 @@ def flows(out_dir: Path, quick: bool) -> None:
     save_png(fig, out_dir / "flows.png")
 
 
+#: ``jobs``: job layouts on the torus (name -> two host lists), shard sizes (full, quick).
+JOBS_CASES = {"halves": ([*range(13)], [*range(13, 27)]), "two planes": ([*range(9)], [*range(9, 18)])}
+JOBS_SIZES = ([256 << 10], [64 << 10])
+JOBS_HEADER = ["case", "set", "job", "hosts", "solve_time", "solve_alone_time", "predicted_time", "size_bytes",
+               "time_s", "measured_MBps", "predicted_MBps", "joint_bound_MBps", "fraction_of_joint_bound",
+               "verified", "routes_followed", "retransmitted", "cpu_busy"]
+
+
+def jobs(out_dir: Path, quick: bool) -> None:
+    """Two jobs at once on the testbed: the joint solve against the jobs solved alone."""
+    from a2a_compiler.fabric import Fabric
+    from a2a_compiler.jobs import parse_jobs, solve_jobs, write_job_schedules
+    from runtimes.testbed.jobs import bench_jobs
+
+    topology = from_spec(FLOWS_SPEC)
+    fabric = Fabric(*FLOWS_FABRIC, "nic")
+    rows = []
+    cases = list(JOBS_CASES.items())[:1 if quick else None]
+    for case, (a, b) in cases:
+        js = parse_jobs({"format": "a2a-jobs", "version": 1, "objective": "fair",
+                         "jobs": [{"name": "A", "hosts": a}, {"name": "B", "hosts": b}]}, topology.n_hosts)
+        result = solve_jobs(topology, fabric, js)
+        s = result.summary()
+        _log(f"{case}: joint {[j['joint_time'] for j in s['jobs']]}, alone {[j['alone_time'] for j in s['jobs']]}, "
+             f"alone together {[j['alone_together_time'] for j in s['jobs']]} link-times")
+        with tempfile.TemporaryDirectory() as tmp:
+            write_job_schedules(result, topology, tmp)
+            sets = [[Path(tmp, f"{n}{suffix}.xml") for n in ("A", "B")] for suffix in ("", "-alone")]
+            bench = bench_jobs(topology, fabric, js, sets, sizes=JOBS_SIZES[quick], iters=FLOWS_ITERS[quick],
+                               progress=_log)
+        for w in bench.warnings + bench.failed:
+            _log(f"warning: {w}")
+        info = {j["name"]: j for j in s["jobs"]}
+        for r in bench.results:
+            j = info[r["job"]]
+            n_j = len(j["hosts"])
+            joint_bound = (n_j - 1) * fabric.link_bw / j["joint_time"]
+            alone = "alone" in r["label"]
+            rows.append([case, "alone" if alone else "joint", r["job"], n_j, j["joint_time"], j["alone_time"],
+                         j["alone_together_time"] if alone else j["joint_time_busiest_link"], r["size_bytes"],
+                         r["time_s"], r["algbw_Bps"] / 1e6, r["predicted_Bps"] / 1e6, joint_bound / 1e6,
+                         r["algbw_Bps"] / joint_bound, r["verified"], r["routes_followed"],
+                         r["tcp"].get("retransmitted"), r["cpu"]["busy_fraction"]])
+            _log(f"{case} {rows[-1][1]} job {r['job']}: {rows[-1][9]:.3f} MB/s, {100 * rows[-1][12]:.1f} % of the "
+                 f"joint rate (predicted {rows[-1][10]:.3f} MB/s), check {'ok' if r['verified'] else 'FAILED'}")
+    write_csv(out_dir / "jobs.csv", JOBS_HEADER, rows)
+    fig, axes = figure(len(cases), 1, width=4.2, height=3.6)
+    for ax, (case, _) in zip(axes[0], cases):
+        mine = [r for r in rows if r[0] == case]
+        labels = sorted({r[2] for r in mine})
+        for k, (which, color) in enumerate((("joint", "tab:blue"), ("alone", "tab:red"))):
+            sel = [next(r for r in mine if r[1] == which and r[2] == j) for j in labels]
+            x = [i + 0.38 * (k - 0.5) for i in range(len(labels))]
+            ax.bar(x, [r[12] for r in sel], 0.36, color=color,
+                   label="joint solve" if which == "joint" else "each solved alone")
+            ax.plot(x, [r[10] / r[11] for r in sel], ls="", marker="_", color="black", ms=14,
+                    label="predicted" if k == 0 else None)
+        ax.axhline(1.0, color="black", lw=0.7, ls="--")
+        ax.set_xticks(range(len(labels)), [f"job {j}" for j in labels])
+        ax.set_ylabel("throughput / joint rate")
+        ax.set_title(f"{FLOWS_SPEC}: {case}, jobs at once", fontsize=9)
+        ax.legend(fontsize=7)
+    save_png(fig, out_dir / "jobs.png")
+
+
 FIGURES = {
     "pdf": (pdf, "price of deadlock freedom against K virtual layers on the zoo (mcf-df, Basu section 5.5)"),
     "flows": (flows, "testbed: throughput against flows per host, granular chunking vs time steps (root)"),
+    "jobs": (jobs, "testbed: two jobs at once, joint solve vs each job solved alone (root)"),
 }
