@@ -68,6 +68,7 @@ PDF_HEADER = ["topology", "hosts", "family", "layers", "mcf_time", "df_time", "p
               "layers_used", "mcf_flow_kept", "lp_columns", "seconds", "note"]
 ACCEPT_HEADER = ["topology", "layers", "mcf_time", "route_time", "file_time", "price", "file_price", "bound",
                  "routes", "chunks", "layers_used", "verify_deadlock_free", "seconds"]
+PRICE_TICKS = [1, 1.005, 1.01, 1.02, 1.05, 1.1, 1.2, 1.5, 2, 3, 4, 6]
 FAMILY_STYLE = {"mcf": ("tab:blue", "o", "-"), "updown": ("tab:orange", "s", "--"),
                 "coordinate": ("tab:green", "^", ":")}
 
@@ -125,27 +126,47 @@ def pdf(out_dir: Path, quick: bool) -> None:
         checks.append(_accept_row(spec, K, out_dir))
         _log(f"accept {spec} K={K}: {checks[-1]}")
     write_csv(out_dir / "pdf-accept.csv", ACCEPT_HEADER, checks)
-    specs = [spec for spec, _ in zoo]
+    plot_pdf(rows, [spec for spec, _ in zoo], list(layers), out_dir / "pdf.png")
+
+
+def plot_pdf(rows: list[list], specs: list[str], layers: list[int], path: Path) -> None:
+    """One panel per topology: time / MCF time against K per order family (a cross where none was found)."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
+
     cols = min(5, len(specs))
     fig, axes = figure(cols, math.ceil(len(specs) / cols), width=2.6, height=2.4)
     for ax in axes.ravel()[len(specs):]:
         ax.axis("off")
     for ax, spec in zip(axes.ravel(), specs):
         for family, (color, marker, ls) in FAMILY_STYLE.items():
-            pts = [(r[3], r[6]) for r in rows if r[0] == spec and r[2] == family and r[6] is not None]
+            mine = [r for r in rows if r[0] == spec and r[2] == family]
+            pts = [(r[3], r[6]) for r in mine if r[6] is not None]
             if pts:
                 x, y = zip(*pts)
                 ax.plot(x, y, color=color, marker=marker, ls=ls, label=family, ms=4)
+            for r in mine:
+                if r[6] is None:
+                    ax.plot([r[3]], [1.0], color=color, marker="x", ms=7, ls="")
         ax.axhline(1.02, color="black", lw=0.7, ls="--")
         ax.set_yscale("log")
+        lo, hi = ax.get_ylim()
+        ticks = []
+        for t in PRICE_TICKS:                       # no two ticks closer than 8 % of the axis (log scale)
+            if lo <= t <= hi and (not ticks or math.log(t / ticks[-1]) >= 0.08 * math.log(hi / lo)):
+                ticks.append(t)
+        ax.yaxis.set_major_locator(FixedLocator(ticks))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_locator(NullLocator())
+        ax.yaxis.set_minor_formatter(NullFormatter())
         ax.set_title(spec, fontsize=8)
-        ax.set_xticks(list(layers))
+        ax.set_xticks(layers)
         ax.tick_params(labelsize=7)
         ax.set_xlabel("layers K", fontsize=7)
     axes[0][0].set_ylabel("time / MCF time", fontsize=7)
     axes[0][0].legend(fontsize=6)
-    fig.suptitle("price of deadlock freedom: best routes monotone in K channel orders (dashed: 2 %)", fontsize=9)
-    save_png(fig, out_dir / "pdf.png")
+    fig.suptitle("price of deadlock freedom: best routes monotone in K channel orders (dashed: 1.02; x: no "
+                 "orders found)", fontsize=9)
+    save_png(fig, path)
 
 
 #: ``flows``: the torus and its fabric (10 Mbit/s links, 40 Mbit/s hosts: the paper's 25/100 Gbit/s ratio),
