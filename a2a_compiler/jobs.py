@@ -193,7 +193,10 @@ def solve_demand(topology: Topology, fabric: Fabric | None, demand: np.ndarray, 
     from .solve.lp import solve_lp
     from .solve.mcf import DEFAULT_SOLVER, flow_lp, pick_solver
 
+    from .solve import check_lp_size
+
     fabric = fabric or Fabric()
+    check_lp_size(topology, fabric, "mcf-decomp")
     aug = augment(topology, fabric)
     g = aug.topology
     check_connected(g)

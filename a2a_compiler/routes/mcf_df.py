@@ -22,7 +22,7 @@ import time
 
 from ..deadlock.orders import channel_orders
 from ..fabric import Fabric
-from ..solve.dfmcf import deadlock_free_mcf
+from ..solve.dfmcf import check_size, deadlock_free_mcf
 from ..topology.model import Topology
 from .result import RoutedPath, RouteSet
 
@@ -39,6 +39,7 @@ def mcf_df(topology: Topology, fabric: Fabric | None = None, *, layers: int = DE
     """Deadlock-free MCF routes in ``layers`` virtual layers over channel orders of family ``orders``;
     ``solver`` is the LP solver (:data:`a2a_compiler.solve.lp.SOLVERS`)."""
     fabric = fabric or Fabric()
+    check_size(topology, layers)                # before the orders' MCF solve
     t0 = time.perf_counter()
     chosen = channel_orders(topology, orders, layers, fabric=fabric, progress=progress)
     t1 = time.perf_counter()

@@ -322,6 +322,7 @@ def deadlock_free_mcf(topology: Topology, fabric: Fabric | None, keys: np.ndarra
     check_connected(topology)
     keys = np.asarray(keys, dtype=float).reshape(-1, topology.n_links)
     nh = topology.n_hosts
+    check_size(topology, len(keys))
     t0 = time.perf_counter()
     c, A, lower, upper, blocks, trans = build_lp(topology, fabric, keys)
     E = topology.n_links
@@ -372,6 +373,20 @@ def deadlock_free_mcf(topology: Topology, fabric: Fabric | None, keys: np.ndarra
             "lp_nonzeros": int(A.nnz), "transitions": [int(len(t.first)) for t in trans]}
     return DeadlockFreeFlow(routes, F, ub, float(1 / res.x[0]), 1 + max((r.layer for r in routes), default=0),
                             timings, info)
+
+
+def check_size(topology: Topology, layers: int) -> None:
+    """Refuse an LP that cannot fit: about 3 nonzeros per column, at most ``layers·N·(T + 2E)`` columns
+    (``T`` the moves through nodes), against :data:`~a2a_compiler.solve.MAX_LP_NONZEROS`."""
+    from . import MAX_LP_NONZEROS
+
+    moves = int(np.dot(topology.in_degree().astype(float), topology.out_degree().astype(float)))
+    nnz = 3.0 * layers * topology.n_hosts * (moves + 2 * topology.n_links)
+    if nnz > MAX_LP_NONZEROS:
+        raise A2AError(f"{topology.spec}: the mcf-df LP with {layers} layer(s) would have about {nnz:.1e} nonzeros "
+                       f"({topology.n_hosts} sources x {moves} moves through nodes per layer), over the limit of "
+                       f"{MAX_LP_NONZEROS:.0e} (a2a_compiler.solve.MAX_LP_NONZEROS); use fewer layers or a smaller "
+                       "topology")
 
 
 def _certified(topology: Topology, fabric: Fabric, routes) -> float:
