@@ -126,8 +126,9 @@ def test_cli_compile_and_routes(tmp_path, capsys):
 
 @pytest.mark.mpi
 @pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec next to the Python interpreter or on PATH")
-@pytest.mark.parametrize("mode", ["relay", "direct"])
-def test_stepped_schedule_runs_byte_exact(tmp_path, mode):
+def test_stepped_schedule_runs_byte_exact(tmp_path, mode="relay"):
+    # relay mode: every hop of a step's routes relayed by the ranks inside the step (direct mode's split is
+    # checked in test_plan_splits_messages_by_step, and on the testbed in test_testbed.py)
     out = tmp_path / "h3.xml"
     assert main(["compile", "hypercube:3", "--forwarding", "nic", "--emit", "mpi", "--max-flows", "2",
                  "--max-chunks", "4", "-o", str(out), "-q"]) == 0
