@@ -53,6 +53,8 @@ class CompileResult:
     schedule: object
     report: object
     timings: dict = field(default_factory=dict)
+    uniform: "CompileResult | None" = None   # all-to-allv: the plain all-to-all compiled alike
+    uniform_reused_time: float | None = None  # ... and its program's time under the demand (reused)
 
     @property
     def text(self) -> str:
@@ -121,6 +123,11 @@ class CompileResult:
             "program": self.report.summary,
             "verified": True,
             "timings": dict(self.timings),
+            **({} if s.demand is None else {"demand": s.demand.to_json_dict()}),
+            **({} if self.uniform is None else {
+                "uniform_reused": {"predicted_time": self.uniform_reused_time,
+                                   "uniform_predicted_time": self.uniform.predicted_time,
+                                   "slowdown": self.uniform_reused_time / self.predicted_time}}),
         }
 
 
@@ -169,13 +176,15 @@ def _program_time(emit: str, lower, fabric):
     def time_of(schedule):
         from .verify.topology_check import schedule_capacities
 
-        return program_performance(lower(schedule), fabric, schedule_capacities(schedule)).predicted_time
+        d = schedule.demand
+        return program_performance(lower(schedule), fabric, schedule_capacities(schedule), demand=d,
+                                   layout=None if d is None else schedule.counts()).predicted_time
     return time_of
 
 
 #: Keywords of :func:`compile` that solve and chunk (refused for an already chunked schedule).
 SOLVE_OPTIONS = ("method", "fabric", "link_bw", "host_bw", "forwarding", "remove_links", "remove_nodes", "seed",
-                 "max_chunks", "min_fidelity", "steps", "paths", "max_paths", "solver")
+                 "max_chunks", "min_fidelity", "steps", "paths", "max_paths", "solver", "demand")
 
 
 def flag(keyword: str) -> str:
@@ -190,7 +199,7 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
             solver: str | None = None, channels: int | None = None, instances: int | None = None,
             proto: str | None = None, min_bytes: int | None = None, max_bytes: int | None = None,
             rcs: bool | None = None, max_flows: int | None = None, flow_per_chunk: bool | None = None,
-            name: str | None = None, progress=None) -> CompileResult:
+            name: str | None = None, progress=None, demand=None) -> CompileResult:
     """Compile an all-to-all schedule for ``source`` and lower it to ``emit`` (Basu et al. §3–§4).
 
     ``source`` is a topology spec (``"torus:3x3x3"``), a
@@ -208,7 +217,11 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
     ``instances`` (1), ``proto`` (Simple), ``min_bytes``, ``max_bytes`` (0 = no
     limit), ``rcs`` (False).  MPI paths (:mod:`a2a_compiler.chunk.injection`): ``flow_per_chunk``
     (every chunk its own route), ``max_flows`` (time steps with at most that many routes per host and
-    direction).  ``name`` goes into the file.  Each keyword is the ``a2a compile``
+    direction).  ``name`` goes into the file.  ``demand`` (a
+    :class:`~a2a_compiler.demand.Demand`, an array or a CSV / ``.npy`` path) compiles the
+    all-to-allv of that matrix (MSCCL: balanced matrices only, in the fixed-size-buffer layout
+    of docs/formats.md); the plain all-to-all is then compiled alike and its program priced
+    under the demand (``uniform_reused_time``).  Each keyword is the ``a2a compile``
     option of the same name (``max_chunks`` is ``--max-chunks``), with the same
     defaults; errors name the option that way.
 
@@ -262,9 +275,17 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
             check_store_and_forward(fab)
         solve_options = {k: v for k, v in (("paths", paths), ("max_paths", max_paths), ("solver", solver)) if v}
         topology = _topology(source, remove_links or 0, remove_nodes or 0, seed or 0)
+        from .demand import as_demand
+
+        demand = as_demand(demand, topology.n_hosts)
+        if demand is not None and emit == "msccl":
+            demand.require_balanced()
+            if (instances or 1) != 1 or rcs:
+                raise A2AError("--instances and --rcs apply to the plain all-to-all; an all-to-allv file takes "
+                               "--channels")
         schedule = build_schedule(topology, fab, method, max_chunks=16 if max_chunks is None else max_chunks,
                                   min_fidelity=min_fidelity, steps=steps, solve_options=solve_options,
-                                  program_time=_program_time(emit, lower, fab), progress=progress)
+                                  program_time=_program_time(emit, lower, fab), progress=progress, demand=demand)
     if injection:
         from .chunk.injection import injection_control
 
@@ -272,8 +293,21 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
     t1 = time.perf_counter()
     program = lower(schedule)
     data = program_to_xml(program)
-    report = verify_bytes(data, f"<{emit}>", schedule_topology(schedule), schedule.fabric, lp=False)
+    report = verify_bytes(data, f"<{emit}>", schedule_topology(schedule), schedule.fabric, lp=False,
+                          demand=schedule.demand)
     if not report.valid:  # a compiler bug, never a user error: keep the evidence
         raise RuntimeError("lowered program failed verification:\n" + "\n".join(report.messages()[:20]))
-    return CompileResult(emit, program, data, schedule, report,
-                         {"schedule": t1 - t0, "lower_and_verify": time.perf_counter() - t1})
+    timings = {"schedule": t1 - t0, "lower_and_verify": time.perf_counter() - t1}
+    uniform = reused = None
+    if schedule.demand is not None and not isinstance(source, (LinkSchedule, PathSchedule)):
+        from .verify.performance import program_performance
+        from .verify.topology_check import schedule_capacities
+
+        uniform = compile(topology, emit, method, fabric=fab, max_chunks=max_chunks,
+                          steps=steps, paths=paths, max_paths=max_paths, solver=solver, channels=channels,
+                          instances=instances, proto=proto, min_bytes=min_bytes, max_bytes=max_bytes, rcs=rcs,
+                          max_flows=max_flows, flow_per_chunk=flow_per_chunk, name=name, progress=progress)
+        reused = program_performance(uniform.program, fab, schedule_capacities(uniform.schedule),
+                                     demand=schedule.demand).predicted_time
+        timings["uniform"] = sum(uniform.timings.values())
+    return CompileResult(emit, program, data, schedule, report, timings, uniform, reused)

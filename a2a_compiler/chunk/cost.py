@@ -173,11 +173,12 @@ class Message:
     after: tuple[int, ...] = ()
 
 
-def dataflow_time(messages: list[Message], model: CostModel, chunks_per_shard: int) -> float:
+def dataflow_time(messages: list[Message], model: CostModel, chunks_per_shard: int, unit: float | None = None) -> float:
     """MSCCL execution: each message starts when those it follows are done and runs at its
     link's speed slowed by its most overloaded resource (a link, and with a host bandwidth
     the hosts' egress and ingress it uses, in proportion of its chunks that use them).
     Rates are fixed between events (a message finishing), so no resource exceeds its capacity.
+    A chunk is ``1/chunks_per_shard`` of a shard, or ``unit`` (an all-to-allv layout's chunk volume).
     """
     m_count = len(messages)
     if not m_count:
@@ -196,7 +197,7 @@ def dataflow_time(messages: list[Message], model: CostModel, chunks_per_shard: i
     use_msg, use_res = pairs
     use_w = share / k[use_msg]
     speed = cap[e]                                  # shards per link-time when unshared
-    volume = k / chunks_per_shard
+    volume = k / chunks_per_shard if unit is None else k * unit
     waiting = np.array([len(m.after) for m in messages])
     successors = defaultdict(list)
     for i, m in enumerate(messages):

@@ -107,6 +107,24 @@ def add_fabric_args(p: argparse.ArgumentParser) -> None:
                         "or 'nic' (NIC cut-through routing)")
 
 
+DEMAND_HELP = ("all-to-allv: an N x N matrix of relative volumes D[s,d] (CSV or .npy; the diagonal is ignored; "
+               "'a2a demand' makes one); a uniform matrix is the plain all-to-all")
+
+
+def add_demand_arg(p: argparse.ArgumentParser, help: str = DEMAND_HELP) -> None:
+    """``--demand FILE``: the all-to-allv demand matrix (:mod:`a2a_compiler.demand`)."""
+    p.add_argument("--demand", metavar="FILE", help=help)
+
+
+def demand_from_args(args, n_hosts: int):
+    """The :class:`~a2a_compiler.demand.Demand` of ``--demand`` (``None`` without it, or for a uniform matrix)."""
+    if not getattr(args, "demand", None):
+        return None
+    from ..demand import as_demand
+
+    return as_demand(args.demand, n_hosts)
+
+
 def topology_from_args(args) -> Topology:
     """The topology of ``args.spec``, punctured as the options ask."""
     topo = from_spec(args.spec)

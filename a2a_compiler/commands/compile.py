@@ -5,8 +5,8 @@ from __future__ import annotations
 from ..cli import command_parser
 from ..compiler import EMITS
 from ..errors import A2AError
-from .common import SPEC_HELP, add_chunking_args, add_fabric_args, add_injection_args, add_output_args, \
-    add_topology_args, nonnegative_int, positive_int, print_json, progress
+from .common import SPEC_HELP, add_chunking_args, add_demand_arg, add_fabric_args, add_injection_args, \
+    add_output_args, add_topology_args, nonnegative_int, positive_int, print_json, progress
 
 EPILOG = """\
 formats and the methods that feed them (docs/formats.md):
@@ -27,6 +27,18 @@ multiply by m/b).  The predicted time is the program's, as 'a2a verify' prices i
 --forwarding nic is refused for msccl/oneccl: their programs relay through the ranks'
 scratch buffers (host store-and-forward); NIC-routed paths are --emit mpi.
 
+all-to-allv (--demand D.csv, mixture-of-experts): the solve and the chunks follow D.
+  mpi      C chunks per pair, each 1/C of the pair's volume; the file records the volumes,
+           and the runtime splits whatever byte counts arrive by the routes' chunk shares
+  oneccl   whole chunks of one size, T[s][d] ~ C*D[s,d] per pair (rounded up); the file
+           records T (chunks=) and the volumes per rank
+  msccl    only matrices whose rows and columns all sum to the same total (fixed-size
+           buffers): T[i][j] chunks of rank i for j at input offset sum_{k<j} T[i][k],
+           output offset sum_{k<i} T[k][j], rows and columns summing to nchunksperloop
+           ('a2a demand show D.csv --chunks C' prints T); others are refused
+The plain all-to-all is compiled alike and its program priced under D with its routes and
+steps unchanged ("uniform reused"): what reusing one schedule for every batch costs.
+
 examples:
   a2a compile hypercube:3 --emit msccl -o hc3.xml
   a2a compile torus:3x3x3 --link-bw 25Gbps --host-bw 100Gbps --emit oneccl -o t3.xml
@@ -34,6 +46,7 @@ examples:
   a2a compile fattree:4,2 --emit mpi --method pmcf --paths shortest -o ft-paths.xml
   a2a compile torus:3x3x3 --forwarding nic --emit mpi --max-flows 8 -o t3-steps.xml   # time-stepped routes
   a2a schedule hypercube:3 -o s.json && a2a compile --from-ir s.json --emit msccl -o hc3.xml
+  a2a demand zipf 8 --alpha 1 -o D.csv && a2a compile bipartite:4 --forwarding nic --emit mpi --demand D.csv -o moe.xml
 """
 
 
@@ -64,6 +77,7 @@ def register(sub) -> None:
                    help="solver: tsmcf for --emit msccl/oneccl (default), mcf-extp (default) or pmcf for --emit mpi")
     add_topology_args(p, positional=False)
     add_fabric_args(p)
+    add_demand_arg(p)
     add_chunking_args(p)
     m = p.add_argument_group("MSCCL options (--emit msccl)")
     for flag, kind, metavar, text in MSCCL_FLAGS:
@@ -83,7 +97,7 @@ def register(sub) -> None:
 #: ``a2a compile`` options that are keywords of :func:`a2a_compiler.compiler.compile`.
 OPTIONS = ("method", "link_bw", "host_bw", "forwarding", "remove_links", "remove_nodes", "seed", "max_chunks",
            "min_fidelity", "steps", "paths", "max_paths", "channels", "instances", "proto", "min_bytes",
-           "max_bytes", "rcs", "max_flows", "flow_per_chunk", "name")
+           "max_bytes", "rcs", "max_flows", "flow_per_chunk", "name", "demand")
 
 
 def run(args) -> int:
@@ -110,6 +124,13 @@ def run(args) -> int:
           f"fidelity {out['fidelity']:.4f}")
     print(f"MCF        {out['mcf_time']:.6g} link-times, the link MCF optimum (certified): "
           f"ratio {out['mcf_ratio']:.4f}")
+    if "demand" in out:
+        print(f"demand     {out['demand']['source']} (sha256 {out['demand']['sha256'][:12]}): times are the "
+              f"all-to-allv's, volumes scaled to mean 1 per pair")
+    if "uniform_reused" in out:
+        u = out["uniform_reused"]
+        print(f"reused     the plain all-to-all program under this demand: {u['predicted_time']:.6g} link-times, "
+              f"{u['slowdown']:.3f}x this one")
     print("verified   " + ("executor rules, data movement, deadlock freedom, links" if args.emit == "msccl"
                            else "data movement, links"))
     print(f"saved      {args.output}")

@@ -12,8 +12,8 @@ from ..files import atomic_write, check_writable
 from ..progress import Progress
 from ..routes import ENGINES
 from ..routes.patterns import PATTERNS, pattern_congestion
-from .common import PROGRESS_DELAY, add_fabric_args, add_injection_args, add_topology_args, fabric_from_args, \
-    nonnegative_int, positive_int, print_json, topology_from_args
+from .common import PROGRESS_DELAY, add_demand_arg, add_fabric_args, add_injection_args, add_topology_args, \
+    demand_from_args, fabric_from_args, nonnegative_int, positive_int, print_json, topology_from_args
 
 HELP = "route every host pair with a baseline or MCF scheme; chunk, layer and write an MPI path schedule"
 
@@ -73,6 +73,10 @@ ratio = alltoall_time / mcf_time, optimal and mip_gap (ILPs), layers and deadloc
 chunks_exact, routes, steps, max_flows, seconds.  The file's lp_time attribute is mcf_time,
 so 'a2a run' measures every baseline against the same MCF bound.
 
+all-to-allv (--demand D.csv): mcf-extp and pmcf-* solve for the demand; every other engine routes
+as for the uniform all-to-all (its relaxation and bound then dropped) and is priced under D, as
+is mcf_time = 1/F(D).  The file records the volumes; 'a2a run FILE --demand D.csv' runs it.
+
 examples:
   a2a routes genkautz:64,4 --algo sssp --json
   a2a routes bipartite:4 --algo ilp-disjoint --time-limit 30
@@ -110,6 +114,8 @@ def register(sub) -> None:
     p.add_argument("--algo", required=True, choices=list(ENGINES), metavar="ALGO",
                    help="routing algorithm: " + ", ".join(ENGINES))
     add_fabric_args(p)
+    add_demand_arg(p, "all-to-allv demand matrix (CSV or .npy, N x N): mcf-extp and pmcf-* route for it, the other "
+                      "engines route as usual; every time is priced under it and the file records its volumes")
     g = p.add_argument_group("algorithm options")
     g.add_argument("--time-limit", type=float, metavar="S", help="ILPs: branch-and-bound time limit (default 60 s)")
     g.add_argument("--eps", type=float, metavar="E",
@@ -204,11 +210,13 @@ def run(args) -> int:
     topology = topology_from_args(args)
     fabric = fabric_from_args(args)
     options = engine_options(args)
+    demand = demand_from_args(args, topology.n_hosts)
     reporter = None if args.quiet else Progress(delay=PROGRESS_DELAY)
     try:
         result = route_schedule(topology, args.algo, fabric, deadlock=args.deadlock, max_layers=args.max_layers,
                                 max_chunks=args.max_chunks, max_flows=args.max_flows,
-                                flow_per_chunk=bool(args.flow_per_chunk), progress=reporter, **options)
+                                flow_per_chunk=bool(args.flow_per_chunk), progress=reporter, demand=demand,
+                                **options)
     finally:
         if reporter:
             reporter.close()

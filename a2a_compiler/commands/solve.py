@@ -11,8 +11,8 @@ from ..solve.mcf import DEFAULT_SOLVER, PDLP_ABOVE_NNZ
 from ..solve.paths import DEFAULT_MAX_PATHS
 from ..solve.symmetry import AUTO_MIN_COLUMNS, SYMMETRY_MODES
 from ..solve.widest_paths import DEFAULT_TOL
-from .common import PROGRESS_DELAY, add_fabric_args, add_topology_args, fabric_from_args, positive_int, print_json, \
-    topology_from_args
+from .common import PROGRESS_DELAY, add_demand_arg, add_fabric_args, add_topology_args, demand_from_args, \
+    fabric_from_args, positive_int, print_json, topology_from_args
 
 EPILOG = """\
 methods (Basu et al. 2024, §3):
@@ -51,12 +51,19 @@ links: each job's time is then its busiest link's load with every job's bytes on
 --schedules DIR writes, per job, its joint schedule NAME.xml, its alone schedule NAME-alone.xml
 (MPI path files in the job's own rank numbering, for one communicator per job) and
 NAME.topology.json, the fabric as the job sees it ('a2a verify FILE --topology file:...').
+all-to-allv (--demand D.csv, mixture-of-experts): commodity (s,d) ships F*D[s,d]; the
+matrix is scaled to mean 1 per pair (1/F compares with the uniform time at equal volume),
+the dual bound is sum_e c_e*l_e / sum D[s,d]*dist_l(s,d), and the symmetry quotient keeps
+only the automorphisms that leave D invariant (checked entry by entry).  The uniform
+solution of the same method is solved too and priced under D with its routes and steps
+unchanged ("uniform reused"): what reusing one schedule for every batch costs.
 
 examples:
   a2a solve torus:3x3x3 --jobs jobs.json --forwarding nic --schedules jobs/
   a2a solve torus:3x3x3 --link-bw 25Gbps --host-bw 100Gbps --forwarding nic --json
   a2a solve hypercube:4 --method pmcf --paths ksp:4
   a2a solve genkautz:64,4 --method mcf-extp --save gk64.npz
+  a2a demand zipf 8 --alpha 1 -o D.csv && a2a solve bipartite:4 --demand D.csv
 """
 
 
@@ -66,6 +73,7 @@ def register(sub) -> None:
                        "Solve the all-to-all maximum concurrent multicommodity flow on a topology.", EPILOG)
     add_topology_args(p)
     add_fabric_args(p)
+    add_demand_arg(p)
     g = p.add_argument_group("solver")
     g.add_argument("--method", choices=list(METHODS), default=None,
                    help="flow formulation (default mcf-decomp); see 'methods' below")
@@ -119,7 +127,7 @@ def register(sub) -> None:
 
 def method_options(args) -> dict:
     """The keyword options of ``args.method``'s solver function."""
-    m = args.method = args.method or "mcf-decomp"
+    m = args.method
     solver = args.solver or DEFAULT_SOLVER
     if args.workers < 1:
         raise A2AError(f"--workers must be >= 1, got {args.workers}")
@@ -150,28 +158,45 @@ def run(args) -> int:
         return run_jobs(args)
     if args.schedules:
         raise A2AError("--schedules writes the schedules of --jobs; give --jobs FILE")
+    args.method = args.method or "mcf-decomp"
     if args.save:
         check_writable(args.save)
     topo = topology_from_args(args)
     fabric = fabric_from_args(args)
+    demand = demand_from_args(args, topo.n_hosts)
     reporter = None if args.quiet else Progress(delay=PROGRESS_DELAY)
     try:
-        sol = solve(topo, fabric, args.method, progress=reporter, **method_options(args))
+        sol = solve(topo, fabric, args.method, demand=demand, progress=reporter, **method_options(args))
+        uniform = None if demand is None else solve(topo, fabric, args.method, progress=reporter,
+                                                    **method_options(args))
     finally:
         if reporter:
             reporter.close()
     if args.save:
         sol.save(args.save)
     s = sol.summary()
+    if uniform is not None:
+        reused = uniform.time_under(topo, demand)
+        s["uniform_reused"] = {"a2a_time": reused, "uniform_a2a_time": uniform.a2a_time,
+                               "slowdown": reused / sol.a2a_time}
     if args.json:
         print_json(s)
         return 0
     print(f"{s['spec']}: {s['hosts']} hosts, {fabric.describe()}")
-    print(f"method {s['method']}: concurrent flow F = {s['concurrent_flow']:.9g}, all-to-all time 1/F = "
+    if demand is not None:
+        st = demand.stats()
+        print(f"demand {demand.source}: volumes scaled to mean 1 per pair, largest {st['max']:.3g}, busiest "
+              f"receiver {st['max_receive']:.3g} (uniform {topo.n_hosts - 1}), sha256 {demand.sha256[:12]}")
+    what = "all-to-allv" if demand is not None else "all-to-all"
+    print(f"method {s['method']}: concurrent flow F = {s['concurrent_flow']:.9g}, {what} time 1/F = "
           f"{s['a2a_time']:.6g} link-times")
     print(f"certified upper bound {s['upper_bound']:.9g}, gap {s['gap']:.2e}, solved in {s['solve_seconds']:.2f} s")
     if s["throughput_bound_GBps"] is not None:
         print(f"throughput bound (N-1)*F*b = {s['throughput_bound_GBps']:.4g} GB/s")
+    if uniform is not None:
+        u = s["uniform_reused"]
+        print(f"uniform {s['method']} solution reused under the demand (routes and steps unchanged): "
+              f"{u['a2a_time']:.6g} link-times, {u['slowdown']:.3f}x the re-solved")
     if s["paths"]:
         print(f"{s['paths']} weighted paths")
     if args.save:

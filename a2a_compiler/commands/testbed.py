@@ -112,6 +112,10 @@ def register(sub) -> None:
                         "throughput, check, and the prediction with every job's bytes on the shared links "
                         "(NIC forwarding)")
     b.add_argument("--native", action="store_true", help="also measure native MPI_Alltoall on the default routes")
+    b.add_argument("--demand", metavar="FILE",
+                   help="MoE all-to-allv: run every item as the all-to-allv of this demand matrix (CSV or .npy, "
+                        "scaled to mean 1 per pair): pair s->d sends D[s,d]*m bytes for each --sizes m; schedules "
+                        "through runtimes.mpi.Alltoallv, --native as MPI_Alltoallv; the bound is (N-1)*F(D)*b")
     b.add_argument("--default-routes", action="store_true",
                    help="also measure the default (SSSP) routes as a path schedule, labelled sssp: each shard whole "
                         "on its route, steered under NIC forwarding, relayed by the ranks under host forwarding")
@@ -212,10 +216,13 @@ def run_bench(args) -> int:
 
     if args.jobs:
         return _run_jobs_bench(args)
-    result = bench(topology_from_args(args), _fabric(args), [Path(s) for s in args.schedule],
+    from .common import demand_from_args
+
+    topology = topology_from_args(args)
+    result = bench(topology, _fabric(args), [Path(s) for s in args.schedule],
                    native=args.native, default_routes=args.default_routes, sizes=args.sizes, iters=args.iters,
                    warmup=args.warmup, name=args.name, force=args.force, fft=args.fft, timeout=args.timeout,
-                   progress=_say(args))
+                   progress=_say(args), demand=demand_from_args(args, topology.n_hosts))
     if args.plot:
         from runtimes.testbed.plot import plot_bench
 
@@ -279,6 +286,10 @@ def _print_table(result) -> None:
     host = "unlimited" if fab["host_bw"] is None else f"{fab['host_bw'] * 8 / 1e6:g} Mbit/s"
     print(f"# {h['spec']}: {h['nranks']} ranks, link {fab['link_bw'] * 8 / 1e6:g} Mbit/s, host {host}, "
           f"{fab['forwarding']} forwarding, default routes {h['routes']}")
+    if h.get("demand"):
+        print(f"# all-to-allv of demand {h['demand']['source']} (sha256 {h['demand']['sha256'][:12]}, mean 1 per "
+              f"pair): bytes = the mean block m, pair s->d sends D[s,d]*m; native = MPI_Alltoallv; MB/s = bytes a "
+              f"rank sends per second, averaged")
     print(f"# MCF bound (N-1)*F*b = {h['bound_Bps'] / 1e6:.3f} MB/s (F = {h['mcf_flow']:.6g}); "
           f"{h['iters']} timed iterations after {h['warmup']} warm-up, time = median of the slowest rank's")
     native = {r["size_bytes"]: r["algbw_Bps"] for r in result.results if r["kind"] == "native"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..cli import command_parser
 from ..errors import A2AError
-from .common import SPEC_HELP, add_fabric_args, add_topology_args, fabric_from_args, print_json, \
+from .common import SPEC_HELP, add_demand_arg, add_fabric_args, add_topology_args, fabric_from_args, print_json, \
     topology_from_args
 
 HELP = "check an MSCCL / oneCCL-style / MPI path XML schedule (rules, data movement, deadlock, topology, time)"
@@ -32,6 +32,13 @@ checks:
                      at once); fidelity against the LP time the file records (oneCCL, MPI paths)
                      and, with --topology, the link MCF optimum 1/F (certified) and the MCF ratio
 
+all-to-allv (--demand D.csv): data movement is checked against the demand.  MSCCL XML is read in
+the fixed-size-buffer layout of D (T[i][j] chunks of rank i for rank j at input offset
+sum_{k<j} T[i][k], output offset sum_{k<i} T[k][j]; 'a2a demand show D.csv --chunks C' prints T);
+oneCCL-style and MPI path files record their demand's volumes, which must be D's.  A plain
+all-to-all oneCCL or MPI path file is valid for any D and is priced under it, reused (routes
+and steps unchanged).  Times are then the all-to-allv's, and the LP optimum is 1/F(D).
+
 Warnings (a receive described differently from its send, many channels or thread blocks) do not
 make a file invalid unless --strict.
 
@@ -47,6 +54,7 @@ def register(sub) -> None:
                    help=f"check transfers against this topology and compare with its LP optimum; {SPEC_HELP}")
     add_topology_args(p, positional=False)
     add_fabric_args(p)
+    add_demand_arg(p, "check the schedule as an all-to-allv of this demand matrix (CSV or .npy, N x N; see above)")
     p.add_argument("--no-lp", action="store_true", help="with --topology, skip solving the LP for the optimum")
     p.add_argument("--deadlock-free", action="store_true",
                    help="MPI path files: prove the routes' channel dependency graph over (link, virtual channel) "
@@ -68,8 +76,14 @@ def run(args) -> int:
 
     try:
         topology = topology_from_args(args) if args.spec else None
+        demand = None
+        if args.demand:
+            from ..demand import read_demand
+
+            demand = read_demand(args.demand, None if topology is None else topology.n_hosts)
         report = verify_file(args.file, topology, fabric_from_args(args), lp=not args.no_lp,
-                             deadlock_free=args.deadlock_free, strict=args.strict)
+                             deadlock_free=args.deadlock_free, strict=args.strict,
+                             demand=None if demand is None or demand.is_uniform else demand)
     except A2AError as exc:
         if not args.json:
             raise

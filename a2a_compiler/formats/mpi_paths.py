@@ -1,9 +1,10 @@
 """MPI path schedule XML: program, reader and writer (Basu et al. §4 "Path-based Schedules").
 
-``<mpi_paths>`` → one ``<rank id>`` per rank → ``<send dst route_id layer route [vcs] [step] chunks/>``
-(contract in docs/formats.md).  Version 1 runs every send at once; version 2
-(``version="2" nsteps="S"``) adds time steps: ``step`` on each send, steps run
-one after another.
+``<mpi_paths>`` → one ``<rank id [volumes]>`` per rank → ``<send dst route_id layer route [vcs] [step] chunks/>``
+(contract in docs/formats.md).  An all-to-allv program records every rank's row of
+demand volumes: chunk ``k`` of pair ``(s, d)`` is ``1/C`` of that pair's volume.
+Version 1 runs every send at once; version 2 (``version="2" nsteps="S"``) adds
+time steps: ``step`` on each send, steps run one after another.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 
 from ..errors import FormatError
 from .xmlutil import (MAX_BUFFER_CHUNKS, alltoall_root, attr_int, attr_ints, attr_lp_time, attr_str, children,
-                      element, expect_root, rank_elements, reader, serialize, where)
+                      demand_attrs, demand_rows, element, expect_root, rank_elements, reader, serialize, where)
 
 ROOT = "mpi_paths"
 #: Format versions this reader knows: 1 (all sends at once), 2 (time steps).
@@ -57,6 +58,7 @@ class MpiPathProgram:
     chunks_per_shard: int
     sends: tuple[PathSend, ...]
     lp_time: float | None = None  # all-to-all time 1/F of the LP the schedule came from (link-times)
+    volumes: tuple[tuple[float, ...], ...] | None = None  # all-to-allv: the demand's volumes (rows: senders)
     nsteps: int = 1
 
 
@@ -88,7 +90,9 @@ def mpi_paths_from_element(root, source: str) -> MpiPathProgram:
     if not 1 <= nsteps <= MAX_BUFFER_CHUNKS:
         raise FormatError(f"{where(root, source)} nsteps={nsteps} must be in 1..{MAX_BUFFER_CHUNKS}")
     sends = []
-    for i, r in enumerate(rank_elements(root, nranks, source)):
+    rank_els = rank_elements(root, nranks, source)
+    volumes = demand_rows(rank_els, "volumes", source, nranks)
+    for i, r in enumerate(rank_els):
         rid = attr_int(r, "id", source)
         if rid != i:
             raise FormatError(f"{where(r, source)} id={rid}, expected {i} (ranks in id order)")
@@ -114,7 +118,7 @@ def mpi_paths_from_element(root, source: str) -> MpiPathProgram:
                 step=step,
             ))
     return MpiPathProgram(attr_str(root, "name", source, ""), nranks, nnodes, cps, tuple(sends),
-                          attr_lp_time(root, source), nsteps)
+                          attr_lp_time(root, source), volumes, nsteps)
 
 
 parse_mpi_paths = reader(mpi_paths_from_element, "mpi_paths")
@@ -131,7 +135,7 @@ def mpi_paths_to_xml(program: MpiPathProgram) -> bytes:
     root = alltoall_root(ROOT, p, ([("version", 2)] if stepped else []) + [
         ("nranks", p.nranks), ("nnodes", p.nnodes), ("chunks_per_shard", p.chunks_per_shard),
         ("nchunksperloop", p.nranks * p.chunks_per_shard)] + ([("nsteps", p.nsteps)] if stepped else []))
-    rank_els = [element(root, "rank", [("id", r)]) for r in range(p.nranks)]
+    rank_els = [element(root, "rank", [("id", r), *demand_attrs(p, r)]) for r in range(p.nranks)]
     for s in p.sends:
         if not 0 <= s.src < p.nranks:
             raise FormatError(f"send from rank {s.src} outside 0..{p.nranks - 1}")

@@ -15,6 +15,11 @@ def program_name(schedule, name: str | None) -> str:
     return safe_name(name if name is not None else f"{schedule.spec}-{schedule.method}")
 
 
+def demand_volumes(schedule) -> tuple[tuple[float, ...], ...] | None:
+    """The schedule's demand volumes as the rows a program records (``None`` for the plain all-to-all)."""
+    return None if schedule.demand is None else tuple(map(tuple, schedule.demand.volumes.tolist()))
+
+
 from .mpi_paths import lower_mpi_paths  # noqa: E402  (after program_name, which they import)
 from .msccl import lower_msccl  # noqa: E402
 from .oneccl import lower_oneccl  # noqa: E402

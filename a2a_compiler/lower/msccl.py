@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
+import numpy as np
+
 from ..chunk.ir import LinkSchedule
 from ..errors import A2AError
 from ..formats.msccl import PROTOS, MscclGpu, MscclProgram, MscclStep, MscclThreadBlock
@@ -39,6 +41,12 @@ def lower_msccl(schedule: LinkSchedule, *, channels: int | None = None, instance
     run by its own copy of the schedule on its own channels (``nchannels =
     channels·instances``).  Raises :class:`A2AError` when an executor limit
     cannot be met.
+
+    An all-to-allv schedule (a demand) is lowered in the layout of fixed-size
+    buffers (docs/formats.md): ``T[i][j]`` chunks of rank ``i`` for rank ``j`` at
+    input offset ``Σ_{k<j} T[i][k]``, landing at output offset ``Σ_{k<i} T[k][j]``,
+    every row and column of ``T`` summing to ``nchunksperloop``
+    (:meth:`~a2a_compiler.demand.Demand.msccl_counts`); other matrices are refused.
     """
     if proto not in PROTOS:
         raise A2AError(f"proto must be one of {', '.join(PROTOS)}, got {proto!r}")
@@ -46,6 +54,14 @@ def lower_msccl(schedule: LinkSchedule, *, channels: int | None = None, instance
         raise A2AError(f"need 0 <= minBytes <= maxBytes (0 = unlimited), got {min_bytes}, {max_bytes}")
     if instances < 1 or (channels is not None and channels < 1):
         raise A2AError("channels and instances must be at least 1")
+    if schedule.demand is not None:
+        want = schedule.demand.msccl_counts(schedule.chunks_per_shard)   # refuses unbalanced matrices
+        if not np.array_equal(schedule.counts(), want):
+            raise A2AError("this all-to-allv schedule's chunk counts do not give every rank the same buffer size; "
+                           "MSCCL needs a matrix whose rows and columns all sum to the same total: use the MPI "
+                           "path format (--emit mpi) or oneCCL-style XML (--emit oneccl)")
+        if instances != 1:
+            raise A2AError("--instances applies to the plain all-to-all; an all-to-allv file takes --channels")
     candidates = [channels] if channels is not None else range(1, MAX_AUTO_CHANNELS + 1)
     for k in candidates:
         pl = place(schedule, lanes=k, instances=instances, max_cnt=MAX_CNT, rcs=rcs)
@@ -60,7 +76,7 @@ def lower_msccl(schedule: LinkSchedule, *, channels: int | None = None, instance
                        f"x {instances} instance(s), over the executor's limit of {MAX_STEPS_PER_TB}; "
                        f"use {hint} or fewer chunks per shard")
     n = schedule.n_ranks
-    ncl = n * schedule.chunks_per_shard * instances
+    ncl = n * schedule.chunks_per_shard * instances   # every row and column of the chunk counts sums to it
     if max(ncl, *(g.s_chunks for g in gpus)) > MAX_OFFSET + 1:
         raise A2AError(f"buffers of {max(ncl, *(g.s_chunks for g in gpus))} chunks exceed the executor's "
                        f"offset limit {MAX_OFFSET}; use fewer chunks per shard")
@@ -82,8 +98,9 @@ def _lower_gpus(pl: Placement) -> list[MscclGpu]:
             if per_chan and max(per_chan.values()) > MAX_PEER_TBS_PER_CHANNEL:
                 raise A2AError(f"gpu {g} needs {max(per_chan.values())} {what} thread blocks on one channel, "
                                f"over the executor's limit of {MAX_PEER_TBS_PER_CHANNEL} (degree too high)")
-        tb_id = {key: 1 + i for i, key in enumerate(recv_keys + rcs_keys + send_keys)}
-        steps: dict[int, list[MscclStep]] = {tb: [] for tb in range(1 + len(tb_id))}
+        first = 1 if any(c.rank == g for c in pl.copies) else 0   # tb 0 copies the self shard, if there is one
+        tb_id = {key: first + i for i, key in enumerate(recv_keys + rcs_keys + send_keys)}
+        steps: dict[int, list[MscclStep]] = {tb: [] for tb in range(first + len(tb_id))}
 
         def add(tb, type_, srcbuf, srcoff, dstbuf, dstoff, cnt, dep=(-1, -1)):
             steps[tb].append(MscclStep(len(steps[tb]), type_, srcbuf, srcoff, dstbuf, dstoff, cnt, *dep, 0))
@@ -128,7 +145,7 @@ def _lower_gpus(pl: Placement) -> list[MscclGpu]:
         if any(tb > MAX_DEPID for tb, _ in targets):
             raise A2AError(f"gpu {g}: a dependency on thread block {max(tb for tb, _ in targets)} "
                            f"exceeds the executor's depid limit {MAX_DEPID}; use fewer channels")
-        tbs = [MscclThreadBlock(0, -1, -1, 0, _freeze(0, steps[0], targets))]
+        tbs = [MscclThreadBlock(0, -1, -1, 0, _freeze(0, steps[0], targets))] if first else []
         tbs += [MscclThreadBlock(i, send, recv, lane, _freeze(i, steps[i], targets))
                 for (lane, send, recv), i in tb_id.items()]
         out.append(MscclGpu(g, ncl, ncl, pl.scratch[g], tuple(tbs)))

@@ -41,14 +41,31 @@ ENGINES: dict[str, tuple[str, str]] = {
 }
 
 
-def route(topology: Topology, algo: str, fabric: Fabric | None = None, **options) -> RouteSet:
+#: Engines that route for a demand matrix (the MCF schemes solve with it); the others route as for the
+#: uniform all-to-all and are priced under the demand.
+DEMAND_ENGINES = ("mcf-extp", "pmcf-disjoint", "pmcf-shortest")
+
+
+def route(topology: Topology, algo: str, fabric: Fabric | None = None, *, demand=None, **options) -> RouteSet:
     """Route every ordered host pair of ``topology`` with engine ``algo``; the result is validated
-    (:meth:`RouteSet.validate`)."""
+    (:meth:`RouteSet.validate`).
+
+    With a ``demand`` (:class:`~a2a_compiler.demand.Demand`, an all-to-allv) the engines of
+    :data:`DEMAND_ENGINES` route for it; every other engine routes as for the uniform all-to-all
+    and its routes are priced under the demand (their uniform ``lp_time`` and ``bound`` dropped).
+    """
+    import dataclasses
+
     if algo not in ENGINES:
         raise A2AError(f"unknown routing algorithm {algo!r}; choose one of {', '.join(ENGINES)}")
     module, name = ENGINES[algo]
     func = getattr(importlib.import_module(f".{module}", __package__), name)
-    return func(topology, fabric or Fabric(), **options).validate()
+    if demand is not None and algo in DEMAND_ENGINES:
+        return func(topology, fabric or Fabric(), demand=demand, **options).validate()
+    routes = func(topology, fabric or Fabric(), **options).validate()
+    if demand is None:
+        return routes
+    return dataclasses.replace(routes, demand=demand, lp_time=None, bound=None, optimal=None, mip_gap=None)
 
 
 __all__ = ["ENGINES", "route", "RouteSet", "RoutedPath"]

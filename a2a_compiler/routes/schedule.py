@@ -89,7 +89,7 @@ def chunk_routes(routes: RouteSet, max_chunks: int = DEFAULT_MAX_CHUNKS) -> tupl
                 i += k
                 rid += 1
     sched = PathSchedule(topo.n_hosts, C, tuple(out), _links(topo), topo.n_nodes, topo.spec, routes.fabric,
-                         routes.algo, routes.alltoall_time)
+                         routes.algo, routes.alltoall_time, demand=routes.demand)
     return sched, exact
 
 
@@ -156,24 +156,27 @@ class RoutedSchedule:
             "seconds": float(sum(self.timings.values())),
             "timings": dict(self.timings),
             "info": dict(rs.info),
+            **({} if rs.demand is None else {"demand": rs.demand.to_json_dict(max_ranks=0)}),
         }
 
 
 def route_schedule(topology: Topology, algo: str, fabric: Fabric | None = None, *, deadlock: str | None = None,
                    max_layers: int | None = None, max_chunks: int = DEFAULT_MAX_CHUNKS, mcf_time: float | None = None,
                    max_flows: int | None = None, flow_per_chunk: bool = False, name: str | None = None,
-                   progress=None, **options) -> RoutedSchedule:
+                   progress=None, demand=None, **options) -> RoutedSchedule:
     """Route, chunk, layer, lower and price: the library entry point behind ``a2a routes``.
 
     ``options`` go to the engine (e.g. ``time_limit=``, ``eps=``); ``mcf_time``
     skips the link-MCF solve when the caller knows it; ``max_flows`` and
-    ``flow_per_chunk`` control injection (:mod:`a2a_compiler.chunk.injection`).  Raises
-    :class:`A2AError` for bad input, an engine failure or too many layers.
+    ``flow_per_chunk`` control injection (:mod:`a2a_compiler.chunk.injection`); ``demand`` makes it an
+    all-to-allv (:func:`~a2a_compiler.routes.route`; the file records the volumes,
+    every time is the all-to-allv's).  Raises :class:`A2AError` for bad input, an
+    engine failure or too many layers.
     """
     fabric = fabric or Fabric()
     timings = {}
     t0 = time.perf_counter()
-    routes = route(topology, algo, fabric, progress=progress, **options)
+    routes = route(topology, algo, fabric, progress=progress, demand=demand, **options)
     t1 = time.perf_counter()
     timings["route"] = t1 - t0
     if progress:
@@ -192,7 +195,7 @@ def route_schedule(topology: Topology, algo: str, fabric: Fabric | None = None, 
         from ..solve import solve
 
         t3 = time.perf_counter()
-        mcf_time = solve(topology, fabric, "mcf-decomp").a2a_time
+        mcf_time = solve(topology, fabric, "mcf-decomp", demand=routes.demand).a2a_time
         timings["mcf"] = time.perf_counter() - t3
     schedule = dataclasses.replace(schedule, lp_time=mcf_time)
     xml = mpi_paths_to_xml(lower_mpi_paths(schedule, name))

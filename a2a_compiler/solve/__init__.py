@@ -48,19 +48,25 @@ def method_function(method: str):
 def method_options(method: str) -> list[str]:
     """The keyword options ``method`` accepts (mcf-extp: also those of its ``base`` solvers)."""
     params = inspect.signature(method_function(method)).parameters.values()
-    names = [p.name for p in params if p.kind is p.KEYWORD_ONLY]
+    names = [p.name for p in params if p.kind is p.KEYWORD_ONLY and p.name != "demand"]
     if any(p.kind is p.VAR_KEYWORD for p in params):  # mcf-extp passes the rest to its base solver
         names += [o for base in ("mcf", "mcf-decomp") for o in method_options(base)]
     return list(dict.fromkeys(names))
 
 
-def solve(topology: Topology, fabric: Fabric | None = None, method: str = "mcf-decomp", **options) -> FlowSolution:
+def solve(topology: Topology, fabric: Fabric | None = None, method: str = "mcf-decomp", *, demand=None,
+          **options) -> FlowSolution:
     """Solve the all-to-all flow problem on ``topology`` under ``fabric`` with ``method`` (Basu et al. §3).
 
-    ``options`` go to the method's function (e.g. ``solver=``, ``workers=``,
-    ``paths=``, ``progress=``; :func:`method_options` lists them); an option the
-    method does not take raises :class:`A2AError` naming it.
+    ``demand`` makes it an all-to-allv: a :class:`~a2a_compiler.demand.Demand`, an
+    ``N x N`` array or a CSV / ``.npy`` path (:func:`~a2a_compiler.demand.as_demand`);
+    a uniform matrix is the plain all-to-all.  ``options`` go to the method's
+    function (e.g. ``solver=``, ``workers=``, ``paths=``, ``progress=``;
+    :func:`method_options` lists them); an option the method does not take raises
+    :class:`A2AError` naming it.
     """
+    from ..demand import as_demand
+
     func = method_function(method)
     allowed = method_options(method)
     unknown = sorted(set(options) - set(allowed))
@@ -69,7 +75,8 @@ def solve(topology: Topology, fabric: Fabric | None = None, method: str = "mcf-d
                        f"{', '.join(map(repr, unknown))}; it takes {', '.join(allowed)}")
     fabric = fabric or Fabric()
     check_lp_size(topology, fabric, method)
-    return func(topology, fabric, **options)
+    demand = as_demand(demand, topology.n_hosts)
+    return func(topology, fabric, **options) if demand is None else func(topology, fabric, demand=demand, **options)
 
 
 def check_lp_size(topology: Topology, fabric: Fabric, method: str) -> None:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from ..chunk.cost import ratio
 from ..deadlock import find_deadlock
+from ..errors import A2AError
 from ..fabric import Fabric
 from ..files import read_bytes
 from ..formats import FORMATS, detect_format
@@ -103,30 +104,67 @@ class Report:
 
 
 def verify_file(path: str | os.PathLike, topology: Topology | None = None, fabric: Fabric | None = None,
-                lp: bool = True, deadlock_free: bool = False, strict: bool = False) -> Report:
+                lp: bool = True, deadlock_free: bool = False, strict: bool = False, demand=None) -> Report:
     """Read ``path`` and :func:`verify_bytes` it."""
-    return verify_bytes(read_bytes(path), str(path), topology, fabric, lp, deadlock_free, strict)
+    return verify_bytes(read_bytes(path), str(path), topology, fabric, lp, deadlock_free, strict, demand)
 
 
 def verify_bytes(data: bytes, source: str = "<xml>", topology: Topology | None = None,
                  fabric: Fabric | None = None, lp: bool = True, deadlock_free: bool = False,
-                 strict: bool = False) -> Report:
+                 strict: bool = False, demand=None) -> Report:
     """Run every check that applies to the file's format; with ``strict``, warnings are errors.
 
     Warnings name what the executor accepts but other tools do not (a receive
     whose fields differ from its send's, msccl-tools' convention) or what is
     unusual (many channels or thread blocks); ``strict`` files them under
-    "executor rules" so the file is invalid.  See :func:`_verify`.
+    "executor rules" so the file is invalid.  ``demand`` (a
+    :class:`~a2a_compiler.demand.Demand`): check data movement against it
+    (:func:`_demand_layout`).  See :func:`_verify`.
     """
-    report = _verify(data, source, topology, fabric, lp, deadlock_free)
+    report = _verify(data, source, topology, fabric, lp, deadlock_free, demand)
     if strict and report.warnings:
         report.errors["executor rules"] += [f"(--strict) {w}" for w in report.warnings]
         report.warnings = []
     return report
 
 
+def _demand_layout(fmt: str, program, demand, report: "Report", trace=None):
+    """What ``--demand`` means for this file: the MSCCL layout counts (or ``None``).
+
+    * MSCCL XML records no layout: a file whose plain all-to-all ``trace`` is valid is one
+      (reused, as below); any other is read in the all-to-allv layout of
+      :meth:`~a2a_compiler.demand.Demand.msccl_counts` (an unbalanced matrix is an
+      :class:`~a2a_compiler.errors.A2AError`).  The two layouts never hold the same program.
+    * oneCCL-style and MPI path files of an all-to-allv record the demand's volumes: they must
+      be the demand's, else a data-movement error names both hashes.
+    * a plain all-to-all file is valid for any demand (every pair has its chunks) and is
+      priced under it, reused (:func:`.performance.program_performance`); a warning says so.
+    """
+    if demand is None:
+        return None
+    if demand.n != report.ranks:
+        raise A2AError(f"{demand.source}: the demand matrix is {demand.n} x {demand.n}, but the file has "
+                       f"{report.ranks} ranks")
+    if fmt == "msccl" and trace.errors:
+        return demand.msccl_counts(program.nchunksperloop // max(program.ngpus, 1))
+    if fmt != "msccl" and program.volumes is not None:
+        from ..demand import Demand
+
+        recorded = Demand.from_volumes(program.volumes, report.source)
+        if recorded.sha256 != demand.sha256:
+            report.errors["data movement"].append(
+                f"the file was compiled for another demand matrix (volumes sha256 {recorded.sha256[:12]}), not "
+                f"{demand.source} ({demand.sha256[:12]})")
+    else:
+        report.warnings.append(
+            f"the file is the plain all-to-all: priced for {demand.source} reused, with its routes and steps "
+            + ("unchanged and each pair's chunks scaled to its volume" if fmt == "mpi" else
+               "unchanged and fixed-size chunks padded to the largest pair's volume"))
+    return None
+
+
 def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric | None, lp: bool,
-            deadlock_free: bool) -> Report:
+            deadlock_free: bool, demand=None) -> Report:
     """Run every check that applies to the file's format.
 
     Unreadable input (malformed XML, an unknown root, hostile constructs, bad
@@ -136,7 +174,9 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
     ``lp``, the LP optimum (``1/F`` of the MCF on ``topology`` under ``fabric``)
     is computed for comparison.  With ``deadlock_free``, an MPI path program's
     routes must have acyclic channel dependencies over (link, virtual channel)
-    (:func:`a2a_compiler.deadlock.find_deadlock`; layers or per-hop ``vcs``).
+    (:func:`a2a_compiler.deadlock.find_deadlock`; layers or per-hop ``vcs``).  With a
+    ``demand`` data movement is checked against it (:func:`_demand_layout`), the predicted
+    time is the all-to-allv's and the LP optimum is ``1/F(D)``.
     """
     fabric = fabric or Fabric()
     root = parse_xml(data, source)
@@ -145,6 +185,8 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
     caps = None if topology is None else topology_check.link_capacities(topology)
     if fmt == "msccl":
         report = Report(source, fmt, program.ngpus, program.nchunksperloop // max(program.ngpus, 1))
+        if demand is not None and demand.n != report.ranks:
+            _demand_layout(fmt, program, demand, report)          # the one-line refusal
         rules = report.errors["executor rules"]
         rules += msccl_rules.check_lexical(data)
         rules += msccl_rules.check_attributes(root)
@@ -164,10 +206,14 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
             report.skipped = {c: why for c in ("data movement", "deadlock freedom", "topology") if not report.errors[c]}
             return report
         trace = simulate.simulate_msccl(program)
+        layout = _demand_layout(fmt, program, demand, report, trace)
+        if layout is not None:
+            trace = simulate.simulate_msccl(program, layout)
         for m in trace.errors:
             report.errors["deadlock freedom" if m.startswith("deadlock") else "data movement"].append(m)
     elif fmt == "oneccl":
         report = Report(source, fmt, program.nranks, program.chunks_per_shard)
+        layout = _demand_layout(fmt, program, demand, report)
         report.skipped["executor rules"] = "MSCCL only"
         report.skipped["deadlock freedom"] = "matched asynchronous operations and a local wait-all per step"
         if _too_big(report, sum(r.i_chunks + r.o_chunks + r.s_chunks for r in program.ranks)):
@@ -180,6 +226,7 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
                           f"{sum(r.s_chunks for r in program.ranks)} scratch chunks")
     else:
         report = Report(source, fmt, program.nranks, program.chunks_per_shard)
+        layout = _demand_layout(fmt, program, demand, report)
         report.skipped["executor rules"] = "MSCCL only"
         if deadlock_free:
             cycle = find_deadlock([s.nodes for s in program.sends], [s.channels for s in program.sends])
@@ -207,18 +254,18 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
         else:
             terr += topology_check.check_moves(trace.moves, topology, "gpu" if fmt == "msccl" else "rank")
     if report.valid:  # the cost model needs a complete, well-formed schedule
-        report.perf = performance.program_performance(program, fabric, caps, trace)
-        report.file_lp_time = getattr(program, "lp_time", None)
+        report.perf = performance.program_performance(program, fabric, caps, trace, demand, layout)
+        reused = demand is not None and layout is None and getattr(program, "volumes", None) is None
+        report.file_lp_time = None if reused else getattr(program, "lp_time", None)  # a reused file's is uniform
         if report.file_lp_time and report.fidelity is None:
             report.warnings.append(
                 f"the file's LP time {report.file_lp_time:.6g} exceeds its predicted time "
                 f"{report.perf.predicted_time:.6g} on this fabric, so it was compiled for another one: give "
-                f"--link-bw, --host-bw and --forwarding as at compile time for its fidelity (a job's joint "
-                f"schedule from 'a2a solve --jobs' counts the other jobs' traffic on shared links)")
+                f"--link-bw, --host-bw and --forwarding as at compile time for its fidelity")
     if topology is not None and lp and not report.errors["topology"]:
         from ..solve import solve
 
-        report.lp_time = solve(topology, fabric, "mcf-decomp").lp_time
+        report.lp_time = solve(topology, fabric, "mcf-decomp", demand=demand).lp_time
     return report
 
 

@@ -2,7 +2,9 @@
 
 Every chunk is a label ``(origin, dest, index)``.  Rank ``s`` starts with
 ``i[d·C+k] = (s, d, k)``; at the end ``o[s·C+k]`` on rank ``d`` must hold
-``(s, d, k)``.  Each checker returns a :class:`Trace`: the violations found and
+``(s, d, k)``.  An all-to-allv layout (``T[s][d]`` chunks per pair) starts with
+``i[Σ_{j<d} T[s][j] + k] = (s, d, k)`` and must end with ``(s, d, k)`` in
+``o[Σ_{j<s} T[j][d] + k]`` on ``d``.  Each checker returns a :class:`Trace`: the violations found and
 every chunk transfer (a :class:`Move`) for the performance model.
 
 * :func:`simulate_msccl` runs thread blocks step by step: dependencies wait for
@@ -74,19 +76,32 @@ class Trace:
         return self
 
 
-def _check_outputs(trace: Trace, outputs, n: int, c: int, name: str = "gpu") -> None:
-    """Every rank's output is the all-to-all transpose of the inputs."""
+def _check_outputs(trace: Trace, outputs, T: np.ndarray, name: str = "gpu") -> None:
+    """Every rank's output is the all-to-all(v) transpose of the inputs (``T``: chunks per pair)."""
+    n = len(T)
     for d in range(n):
+        expect = [(s, d, k) for s in range(n) for k in range(int(T[s, d]))]
         for x, lab in enumerate(outputs[d]):
-            want = (x // c, d, x % c)
-            if lab is None:
+            want = expect[x] if x < len(expect) else None
+            if want is None:
+                if lab is not None:
+                    trace.error(f"{name} {d}: output chunk o[{x}] holds chunk {lab} beyond the {len(expect)} the "
+                                f"layout receives")
+            elif lab is None:
                 trace.error(f"{name} {d}: output chunk o[{x}] (chunk {want[2]} from {name} {want[0]}) is never written")
             elif lab != want:
                 trace.error(f"{name} {d}: output chunk o[{x}] holds chunk {lab} (origin, dest, index), expected {want}")
 
 
-def _inputs(n: int, c: int):
-    return [[(g, x // c, x % c) for x in range(n * c)] for g in range(n)]
+def _inputs(T: np.ndarray):
+    """Every rank's input labels in buffer order (``T``: chunks per pair, the diagonal included)."""
+    n = len(T)
+    return [[(g, d, k) for d in range(n) for k in range(int(T[g, d]))] for g in range(n)]
+
+
+def layout_counts(n: int, c: int, counts=None) -> np.ndarray:
+    """``counts`` (an all-to-allv layout), or ``c`` chunks for every pair (the all-to-all's)."""
+    return np.full((n, n), c, dtype=np.int64) if counts is None else np.asarray(counts, dtype=np.int64)
 
 
 # ---------------------------------------------------------------------- MSCCL
@@ -99,12 +114,17 @@ class _Slot:
         self.value, self.writer, self.readers, self.move = value, None, [], -1
 
 
-def simulate_msccl(p: MscclProgram) -> Trace:
-    """Execute ``p`` symbolically; assumes :func:`~a2a_compiler.formats.msccl_rules.check_rules` found it sound."""
+def simulate_msccl(p: MscclProgram, counts=None) -> Trace:
+    """Execute ``p`` symbolically; assumes :func:`~a2a_compiler.formats.msccl_rules.check_rules` found it sound.
+
+    ``counts``: the chunks of every pair of an all-to-allv layout (rows and columns summing to
+    ``nchunksperloop``; :meth:`~a2a_compiler.demand.Demand.msccl_counts`), else the all-to-all's.
+    """
     n = p.ngpus
     c = p.nchunksperloop // n
     trace = Trace(chunks_per_shard=c)
-    inputs = _inputs(n, c)
+    T = layout_counts(n, c, counts)
+    inputs = _inputs(T)
     bufs = [{"i": [_Slot(v) for v in inputs[g.id]], "o": [_Slot() for _ in range(n * c)],
              "s": [_Slot() for _ in range(g.s_chunks)]} for g in p.gpus]
     tbs = [{tb.id: tb for tb in g.tbs} for g in p.gpus]
@@ -219,7 +239,7 @@ def simulate_msccl(p: MscclProgram) -> Trace:
             break
     if active:
         trace.error(_deadlock(p, active, pc, blocker, tbs))
-    _check_outputs(trace, [[sl.value for sl in bufs[g]["o"]] for g in range(n)], n, c)
+    _check_outputs(trace, [[sl.value for sl in bufs[g]["o"]] for g in range(n)], T)
     return trace.finish()
 
 
@@ -262,16 +282,18 @@ def simulate_oneccl(p: OnecclProgram) -> Trace:
     """Execute the step/sync semantics of docs/formats.md ("oneCCL-style XML") symbolically."""
     n, c = p.nranks, p.chunks_per_shard
     trace = Trace(chunks_per_shard=c)
-    ncl = n * c
+    T = p.counts()
+    ins, outs = T.sum(axis=1), T.sum(axis=0)
     for r in p.ranks:
-        if r.i_chunks != ncl or r.o_chunks != ncl or r.s_chunks < 0:
+        if r.i_chunks != ins[r.id] or r.o_chunks != outs[r.id] or r.s_chunks < 0:
             trace.error(f"rank {r.id}: i_chunks={r.i_chunks} o_chunks={r.o_chunks} s_chunks={r.s_chunks}; "
-                        f"need i_chunks = o_chunks = nchunksperloop = {ncl} and s_chunks >= 0")
+                        f"need i_chunks = {ins[r.id]} and o_chunks = {outs[r.id]} (the chunks it sends and "
+                        f"receives) and s_chunks >= 0")
     if trace.errors:
         return trace.finish()
-    inputs = _inputs(n, c)
-    bufs = [{"i": list(inputs[r]), "o": [None] * ncl, "s": [None] * p.ranks[r].s_chunks} for r in range(n)]
-    written = [{"o": [None] * ncl, "s": [None] * p.ranks[r].s_chunks} for r in range(n)]
+    inputs = _inputs(T)
+    bufs = [{"i": list(inputs[r]), "o": [None] * int(outs[r]), "s": [None] * p.ranks[r].s_chunks} for r in range(n)]
+    written = [{"o": [None] * int(outs[r]), "s": [None] * p.ranks[r].s_chunks} for r in range(n)]
     delivered = Counter()
     allowed = {"send": ("i", "s"), "recv": ("o", "s"), "copy_src": ("i", "s"), "copy_dst": ("o", "s")}
 
@@ -350,7 +372,7 @@ def simulate_oneccl(p: OnecclProgram) -> Trace:
                     trace.error(f"rank {r} step {t}: chunk {v} (origin, dest, index) delivered twice")
             written[r][buf][x] = t
             bufs[r][buf][x] = v
-    _check_outputs(trace, [bufs[r]["o"] for r in range(n)], n, c, "rank")
+    _check_outputs(trace, [bufs[r]["o"] for r in range(n)], T, "rank")
     return trace.finish()
 
 

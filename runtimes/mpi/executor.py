@@ -118,6 +118,7 @@ class Alltoall:
 
         def setup():
             program = load_schedule(schedule)[1] if isinstance(schedule, (str, os.PathLike)) else schedule
+            layout = self._program_layout(program, comm.size)
             plans = build_plans(program, comm.size, route_mode)
             nodes = place_ranks(rank_map, names, comm.size, topology)
             if steering is None:
@@ -132,10 +133,10 @@ class Alltoall:
                 mine = [{} for _ in plans]
                 for (s, d, k), addrs in steering.items():
                     mine[s][(s, d, k)] = mine[d][(s, d, k)] = addrs
-            return [(plans[n], mine[n]) for n in nodes], nodes  # rank r executes the plan of the host it plays
+            return [(plans[n], mine[n]) for n in nodes], (nodes, layout)  # rank r runs the plan of its host
 
-        per_rank, nodes = on_root(comm, setup) or (None, None)
-        nodes = comm.bcast(nodes)
+        per_rank, shared = on_root(comm, setup) or (None, None)
+        nodes, self.layout = comm.bcast(shared)
         self.plan: RankPlan
         self.plan, addresses = comm.scatter(per_rank)
         #: ``nodes[r]``: the topology host (schedule rank) MPI rank ``r`` of ``comm`` plays.
@@ -146,6 +147,14 @@ class Alltoall:
         self._order = None if (nodes == np.arange(comm.size)).all() else nodes
         self.steered = None if addresses is None else agree(self.comm, lambda: SteeredRoutes(self.comm, addresses))
         self._layouts: dict[int, tuple] = {}
+
+    def _program_layout(self, program, nranks: int):
+        """What every rank needs to know of the program's buffers beyond its plan (``self.layout``): nothing
+        for the all-to-all, whose buffers are ``N`` equal shards; an all-to-allv file is refused."""
+        if getattr(program, "chunk_counts", None) is not None:
+            raise A2AError("this oneCCL-style file is an all-to-allv (its buffers follow chunks= per pair); "
+                           "run it with runtimes.mpi.Alltoallv or 'a2a run FILE --demand D.csv'")
+        return None
 
     @property
     def format(self) -> str:
@@ -214,13 +223,7 @@ class Alltoall:
         elif isinstance(body, OnecclPlan):
             run_oneccl(body, bufs, self.comm)
         else:
-            for t, step in enumerate(body.steps()):
-                if t:                            # time steps: every rank finished the previous one
-                    _barrier(self.comm)
-                if self.steered is not None:
-                    self.steered.run(step, bufs)
-                else:
-                    run_paths(step, bufs, self.comm)
+            run_path_steps(body, bufs, self.comm, self.steered)
 
 
 def _stage_in(shards: np.ndarray, stage: np.ndarray, order: np.ndarray | None) -> None:
@@ -361,6 +364,18 @@ def _waitall(reqs: list) -> None:
         return
     while not MPI.Request.Testall(reqs):
         os.sched_yield()
+
+
+def run_path_steps(plan: PathPlan, bufs: list[np.ndarray], comm, steered=None) -> None:
+    """A path plan's time steps in order, a barrier between them (every rank finished the previous step);
+    each step over the steered connections, or with MPI (:func:`run_paths`)."""
+    for t, step in enumerate(plan.steps()):
+        if t:
+            _barrier(comm)
+        if steered is not None:
+            steered.run(step, bufs)
+        else:
+            run_paths(step, bufs, comm)
 
 
 def _barrier(comm) -> None:

@@ -19,7 +19,7 @@ stage at load time, so ranks other than 0 start fast.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -39,13 +39,18 @@ ROUTE_MODES = ("relay", "direct")
 
 @dataclass(frozen=True)
 class Message:
-    """One point-to-point message: ``cnt`` chunks at ``buf[off]``, to/from ``peer`` with ``tag``."""
+    """One point-to-point message: ``cnt`` chunks at ``buf[off]``, to/from ``peer`` with ``tag``.
+
+    ``shard`` (MPI path plans): ``(src, dst, k)``, the message carries chunks ``k .. k+cnt-1``
+    of the shard ``src -> dst`` (what :class:`~runtimes.mpi.alltoallv.Alltoallv` sizes in bytes).
+    """
 
     peer: int
     tag: int
     buf: int
     off: int
     cnt: int
+    shard: tuple[int, int, int] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -280,9 +285,11 @@ def plan_oneccl(prog, size: int) -> list[RankPlan]:
         raise FormatError(f"oneCCL program {prog.name!r}: expected <rank> ids 0..{N - 1}")
     sends: dict = defaultdict(list)
     recvs: dict = defaultdict(list)
+    T = prog.counts()          # chunks per pair: C everywhere, or an all-to-allv layout (docs/formats.md)
     for r in prog.ranks:
-        if r.i_chunks != N * C or r.o_chunks != N * C:
-            raise FormatError(f"rank {r.id}: i_chunks/o_chunks must equal nranks*chunks_per_shard={N * C}")
+        if r.i_chunks != T[r.id].sum() or r.o_chunks != T[:, r.id].sum():
+            raise FormatError(f"rank {r.id}: i_chunks/o_chunks must equal the chunks it sends and receives, "
+                              f"{T[r.id].sum()} and {T[:, r.id].sum()}")
         if len(r.steps) != prog.nsteps:
             raise FormatError(f"rank {r.id}: lists {len(r.steps)} steps, nsteps={prog.nsteps}")
         sizes = {"i": r.i_chunks, "o": r.o_chunks, "s": r.s_chunks}
@@ -304,12 +311,13 @@ def plan_oneccl(prog, size: int) -> list[RankPlan]:
                 elif op.kind != "copy":
                     raise FormatError(f"{w}: unknown operation (expected send, recv, copy)")
     _match_sequences(sends, recvs, "oneCCL step")
-    return [_oneccl_rank(prog.name, N, C, r) for r in prog.ranks]
+    own = np.cumsum(T, axis=0)[np.arange(N), np.arange(N)] - np.diag(T)   # where each rank's own block lands
+    return [_oneccl_rank(prog.name, N, C, r, int(own[r.id]), int(T[r.id, r.id])) for r in prog.ranks]
 
 
-def _oneccl_rank(name: str, N: int, C: int, mine) -> RankPlan:
+def _oneccl_rank(name: str, N: int, C: int, mine, own: int, own_chunks: int) -> RankPlan:
     rank = mine.id
-    written = np.zeros(N * C, dtype=bool)
+    written = np.zeros(mine.o_chunks, dtype=bool)
     steps = []
     for t, ops in enumerate(mine.steps):
         tag = t % TAG_LIMIT
@@ -322,7 +330,7 @@ def _oneccl_rank(name: str, N: int, C: int, mine) -> RankPlan:
                 written[o.dstoff:o.dstoff + o.cnt] = True
         steps.append(OnecclStepPlan(copies, snd, rcv))
     return RankPlan("oneccl", name, N, rank, C, mine.s_chunks,
-                    not _writes_own_shard(written, rank, C), OnecclPlan(tuple(steps)))
+                    not written[own:own + own_chunks].all(), OnecclPlan(tuple(steps)))
 
 
 # ------------------------------------------------------------- MPI paths
@@ -372,9 +380,10 @@ def plan_paths(prog, size: int, route_mode: str = "relay") -> list[RankPlan]:
         for k0, cnt in chunk_runs(ps.chunks):
             final = ps.src * C + k0
             written[ps.dst, final:final + cnt] = True
+            shard = (ps.src, ps.dst, k0)
             if route_mode == "direct":
-                sends[ps.src].append(Message(ps.dst, ps.route_id, BUF_I, ps.dst * C + k0, cnt))
-                recvs[ps.dst].append(Forward(Message(ps.src, ps.route_id, BUF_O, final, cnt), None))
+                sends[ps.src].append(Message(ps.dst, ps.route_id, BUF_I, ps.dst * C + k0, cnt, shard))
+                recvs[ps.dst].append(Forward(Message(ps.src, ps.route_id, BUF_O, final, cnt, shard), None))
                 send_steps[ps.src].append(ps.step)
                 recv_steps[ps.dst].append(ps.step)
                 continue
@@ -385,15 +394,15 @@ def plan_paths(prog, size: int, route_mode: str = "relay") -> list[RankPlan]:
                 if tag >= TAG_LIMIT:
                     raise FormatError(f"more than {TAG_LIMIT} relayed messages from rank {a} to rank {b}")
                 if prev is None:
-                    sends[a].append(Message(b, tag, BUF_I, ps.dst * C + k0, cnt))
+                    sends[a].append(Message(b, tag, BUF_I, ps.dst * C + k0, cnt, shard))
                     send_steps[a].append(ps.step)
                 else:  # a relays: it receives the run into scratch, then forwards it to b
-                    recvs[a].append(Forward(Message(prev[0], prev[1], BUF_S, scratch[a], cnt),
-                                            Message(b, tag, BUF_S, scratch[a], cnt)))
+                    recvs[a].append(Forward(Message(prev[0], prev[1], BUF_S, scratch[a], cnt, shard),
+                                            Message(b, tag, BUF_S, scratch[a], cnt, shard)))
                     recv_steps[a].append(ps.step)
                     scratch[a] += cnt
                 prev = (a, tag)
-            recvs[ps.dst].append(Forward(Message(prev[0], prev[1], BUF_O, final, cnt), None))
+            recvs[ps.dst].append(Forward(Message(prev[0], prev[1], BUF_O, final, cnt, shard), None))
             recv_steps[ps.dst].append(ps.step)
     S = prog.nsteps
     return [RankPlan("mpi", prog.name, N, r, C, scratch[r], not _writes_own_shard(written[r], r, C),
