@@ -6,29 +6,31 @@ bandwidth is left for future work".  Here the jobs share the fabric: job ``j``
 runs an all-to-all among its hosts ``H_j`` (disjoint from the other jobs') with
 weight ``w_j``.
 
-**Joint solve** (:func:`solve_jobs`).  The largest ``λ`` such that every ordered
-pair of job ``j`` can ship ``λ·w_j`` at once: the maximum concurrent flow with
-demand ``D[s, t] = w_j`` for ``s != t`` in ``H_j`` and 0 across jobs.  Objective
-``fair`` uses ``w_j = 1`` (every job gets the same per-pair rate, the largest
-rate all jobs can have at once: the max-min fair point of this concurrent
-flow); ``weighted`` uses the file's weights.  Job ``j``'s all-to-all time for
-unit shards is ``1/(λ·w_j)`` link-times.  Certified like every flow here: ``λ``
-is recomputed from the weighted paths, and weak duality on the LP's link
-lengths gives ``λ <= Σ_e c_e l_e / Σ_{s,t} D[s,t]·dist_l(s,t)``.
+**Joint solve** (:func:`solve_jobs`).  The maximum concurrent flow for the
+demand ``D[s, t] = w_j`` for ``s != t`` in ``H_j`` and 0 across jobs
+(:mod:`a2a_compiler.demand`: scaled to a mean volume of 1 per ordered pair), by
+the demand-aware MCF-extP of :func:`a2a_compiler.solve.solve`: the largest
+``F`` such that every pair ships ``F·volume`` at once.  Objective ``fair`` uses
+``w_j = 1`` (every job the same per-pair rate, the largest rate all jobs can
+have at once: the max-min fair point of this concurrent flow); ``weighted``
+uses the file's weights.  Job ``j``'s all-to-all time for unit shards is
+``1/(F·v_j)`` link-times (``v_j`` its pairs' volume).  Certified like every
+flow here: ``F`` is recomputed from the weighted paths, and weak duality on
+the LP's link lengths bounds it (``Σ c_e l_e / Σ_{s,t} volume·dist_l(s,t)``).
 
-**Alone** (:func:`alone`).  Each job solved as if it were alone on the fabric
-(demand on its own pairs only): its alone optimum ``F_j``.  Run together, the
+**Alone** (:func:`solve_jobs`).  Each job solved as if it were alone on the
+fabric (demand on its own pairs only): its alone optimum.  Run together, the
 alone routings over-subscribe the links they share; *priced jointly* (every
-job shipping its demand on its alone routes), link ``e`` carries ``L_e =
-Σ_j w_j·load_j(e)``, and job ``j`` needs at least ``max_{e used by j} L_e / c_e``
-link-times (its busiest link must carry everything routed over it); the
-common rate they reach is ``1 / max_e L_e / c_e``.
+job shipping its joint volume on its alone routes), link ``e`` carries ``L_e =
+Σ_j v_j·load_j(e)``, and job ``j`` needs at least ``max_{e used by j} L_e / c_e
+/ v_j`` link-times (its busiest link must carry everything routed over it);
+the common rate they reach is ``1 / max_e L_e / c_e``.
 
 **Per-job schedules** (:func:`job_schedule`).  Job ``j`` is its own MPI
 communicator: its schedule numbers ranks ``0..n_j-1`` (its hosts in id order)
 and the rest of the fabric follows as switches (:func:`job_topology`: other
 hosts' NICs forward the job's traffic, so NIC forwarding), and its
-``lp_time`` is its joint time ``1/(λ·w_j)``.
+``lp_time`` is its joint time ``1/(F·v_j)``.
 
 **File** (``a2a solve SPEC --jobs FILE``, docs/formats.md)::
 
@@ -49,13 +51,10 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.sparse import csgraph
 
 from .errors import A2AError
 from .fabric import Fabric
 from .files import read_json
-from .numeric import dot, snap
 from .topology.model import Topology
 
 FORMAT = "a2a-jobs"
@@ -164,13 +163,15 @@ def load_jobs(path, n_hosts: int) -> JobSet:
 # ------------------------------------------------------------------ solving
 @dataclass(frozen=True, eq=False)
 class DemandFlow:
-    """A concurrent flow with demands: every pair ``(s, t)`` with ``D[s, t] > 0`` ships ``λ·D[s, t]``.
+    """A concurrent flow with demands: every pair ``(s, t)`` ships ``F·volumes[s, t]`` at once.
 
-    ``paths`` are ``(s, t, nodes, weight)`` on base nodes, the weights of a pair summing to 1;
-    ``concurrent_flow`` (``λ``) is certified on them, ``upper_bound`` by weak duality.
+    ``volumes`` is the demand as solved (the jobs' weights scaled to a mean of 1 per ordered pair,
+    :class:`~a2a_compiler.demand.Demand`); ``paths`` are ``(s, t, nodes, weight)`` on base nodes for the pairs
+    of positive volume, the weights of a pair summing to 1; ``concurrent_flow`` (``F``) is certified on
+    them, ``upper_bound`` by weak duality (``Σ c·l / Σ volumes·dist_l``).
     """
 
-    demand: np.ndarray
+    volumes: np.ndarray
     paths: tuple
     concurrent_flow: float
     upper_bound: float
@@ -178,81 +179,26 @@ class DemandFlow:
 
     @property
     def gap(self) -> float:
-        """Relative gap ``(bound - λ) / bound``."""
+        """Relative gap ``(bound - F) / bound``."""
         return max(0.0, (self.upper_bound - self.concurrent_flow) / self.upper_bound)
+
+    def time(self, s: int, t: int) -> float:
+        """All-to-all time of pair ``(s, t)``'s unit shard in link-times: ``1 / (F·volumes[s, t])``."""
+        return 1.0 / (self.concurrent_flow * self.volumes[s, t])
 
 
 def solve_demand(topology: Topology, fabric: Fabric | None, demand: np.ndarray, *, progress=None) -> DemandFlow:
-    """The maximum concurrent flow for ``demand`` (``N x N``, zeros allowed): the source-grouped link LP
-    (Basu et al. eqs. 6–9 with sinks ``D[s, :]``), paths by exact decomposition, certified.
+    """The maximum concurrent flow for ``demand`` (``N x N``, zeros allowed): the demand-aware MCF-extP of
+    :func:`a2a_compiler.solve.solve` (link MCF, then widest paths), certified."""
+    from .demand import Demand
+    from .solve import solve
 
-    The narrow interface part 3 builds on until the demand-aware solvers (issue #19) are in main.
-    """
-    from .fabric import augment
-    from .solve.certificate import check_connected, decompose_flow
-    from .solve.lp import solve_lp
-    from .solve.mcf import DEFAULT_SOLVER, flow_lp, pick_solver
-
-    from .solve import check_lp_size
-
-    fabric = fabric or Fabric()
-    check_lp_size(topology, fabric, "mcf-decomp")
-    aug = augment(topology, fabric)
-    g = aug.topology
-    check_connected(g)
-    nh = g.n_hosts
-    D = snap(np.asarray(demand, dtype=float))
-    sources = np.flatnonzero(D.sum(axis=1) > 0)
     t0 = time.perf_counter()
-    rows, cols = np.nonzero(D[sources])
-    sinks = sp.coo_array((D[sources][rows, cols], (rows, cols)), shape=(len(sources), g.n_nodes))
-    A, lower, upper = flow_lp(g, sources, sinks)
-    c = np.zeros(A.shape[1])
-    c[0] = 1.0
-    res = solve_lp(c, A, lower, upper, solver=pick_solver(DEFAULT_SOLVER, A.nnz), inexact_ok=True,
-                   label="jobs LP", progress=progress)
-    flows = snap(np.maximum(res.x[1:], 0.0)).reshape(len(sources), g.n_links)
-    paths, loads = [], np.zeros(g.n_links)
-    for s, f in zip(sources.tolist(), flows):
-        sink = np.zeros(g.n_nodes)
-        sink[:nh] = D[s]
-        routing = decompose_flow(g, s, f, sink)
-        nodes = routing.node_paths(g, aug.node_origin)
-        total = np.bincount(routing.commodity % nh, weights=routing.weight, minlength=nh)
-        for k, w, p, i in zip(routing.commodity.tolist(), routing.weight.tolist(), nodes, range(routing.n_paths)):
-            t = k % nh
-            paths.append((s, t, p, w / total[t]))
-            links = routing.links[routing.ptr[i]:routing.ptr[i + 1]]
-            loads[links] += D[s, t] * w / total[t]
-        missing = np.flatnonzero((D[s] > 0) & (total <= 0))
-        if len(missing):
-            raise A2AError(f"jobs LP: no flow from host {s} to host {int(missing[0])}")
-    if np.any((g.capacity <= 0) & (loads > 0)):
-        raise A2AError("jobs LP: flow on a link of capacity 0")       # a bug, never bad input
-    pos = g.capacity > 0
-    lam = 1.0 / float(np.max(loads[pos] / g.capacity[pos]))
-    bound = _demand_bound(g, D, np.abs(res.row_dual[:g.n_links]))
-    if lam * (1 - 1e-9) <= bound < lam:
-        bound = lam
-    return DemandFlow(D, tuple(paths), lam, bound, {"lp": res.seconds, "total": time.perf_counter() - t0})
-
-
-def _demand_bound(g: Topology, D: np.ndarray, lengths: np.ndarray) -> float:
-    """``min over {lengths, unit} of Σ c l / Σ D[s,t]·dist_l(s,t)``: any ``l >= 0`` bounds ``λ`` (weak duality)."""
-    n, nh = g.n_nodes, g.n_hosts
-    best = math.inf
-    for l in (np.asarray(lengths, dtype=float), np.ones(g.n_links)):
-        l = np.maximum(np.nan_to_num(l), 0.0)
-        top = float(l.max(initial=0.0))
-        if top <= 0:
-            continue
-        l = l / top + 1e-12
-        dist = csgraph.dijkstra(sp.csr_array((l, (g.src, g.dst)), shape=(n, n)), directed=True,
-                                indices=np.arange(nh))[:, :nh]
-        total = dot(dist[D > 0], D[D > 0])
-        if math.isfinite(total) and total > 0:
-            best = min(best, dot(g.capacity, l) / total)
-    return best
+    D = Demand.from_array(demand, "jobs")
+    sol = solve(topology, fabric, "mcf-extp", demand=D, progress=progress)
+    V = np.asarray(D.volumes)
+    paths = tuple((p.src, p.dst, p.nodes, p.weight) for p in sol.paths if V[p.src, p.dst] > 0)
+    return DemandFlow(V, paths, sol.concurrent_flow, sol.upper_bound, {"total": time.perf_counter() - t0})
 
 
 def route_loads(topology: Topology, fabric: Fabric, paths, demand: np.ndarray) -> np.ndarray:
@@ -283,19 +229,19 @@ class JobsResult:
     joint_loads: np.ndarray
 
     def summary(self) -> dict:
-        """The ``a2a solve --jobs --json`` object."""
-        w = self.jobs.weights()
+        """The ``a2a solve --jobs --json`` object (times in link-times for each job's unit shards)."""
         lam = self.joint.concurrent_flow
         out = []
         for i, job in enumerate(self.jobs.jobs):
             a = self.alone[i]
+            s, t = job.hosts[:2]
+            v = float(self.joint.volumes[s, t])         # the volume of every pair of the job
             out.append({
-                "name": job.name, "hosts": list(job.hosts), "weight": job.weight, "demand_weight": float(w[i]),
-                "joint_rate": lam * w[i], "joint_time": 1.0 / (lam * w[i]),
-                "joint_time_busiest_link": float(self.joint_loads[self.joint_used[i]].max(initial=0.0) / w[i]) or None,
-                "alone_rate": a.concurrent_flow, "alone_time": 1.0 / a.concurrent_flow,
-                "alone_upper_bound": a.upper_bound,
-                "alone_together_time": float(self.shared[self.used[i]].max(initial=0.0) / w[i]),
+                "name": job.name, "hosts": list(job.hosts), "weight": job.weight, "volume": v,
+                "joint_time": self.joint.time(s, t),
+                "joint_time_busiest_link": float(self.joint_loads[self.joint_used[i]].max(initial=0.0) / v) or None,
+                "alone_time": a.time(s, t), "alone_bound_time": 1.0 / (a.upper_bound * float(a.volumes[s, t])),
+                "alone_together_time": float(self.shared[self.used[i]].max(initial=0.0) / v),
             })
         shared_rate = 1.0 / float(self.shared.max())
         return {
@@ -309,28 +255,22 @@ class JobsResult:
 def solve_jobs(topology: Topology, fabric: Fabric | None, jobs: JobSet, *, progress=None) -> JobsResult:
     """The joint solve and every job alone, priced together (module docstring)."""
     fabric = fabric or Fabric()
-    n = topology.n_hosts
-    D = jobs.demand(n)
-    joint = solve_demand(topology, fabric, D, progress=progress)
-    alone = []
-    for job, w in zip(jobs.jobs, jobs.weights()):
-        mine = np.zeros_like(D)
-        h = np.asarray(job.hosts)
-        mine[np.ix_(h, h)] = D[np.ix_(h, h)]
-        alone.append(solve_demand(topology, fabric, mine / w, progress=progress))
-    shared_paths = [p for a in alone for p in a.paths]
-    shared = route_loads(topology, fabric, shared_paths, D)
-    used = tuple(np.flatnonzero(route_loads(topology, fabric, a.paths, (D > 0) * 1.0)) for a in alone)
-    joint_loads = route_loads(topology, fabric, joint.paths, D)
-    joint_used = []
+    joint = solve_demand(topology, fabric, jobs.demand(topology.n_hosts), progress=progress)
+    V = joint.volumes
+    mine = []
     for job in jobs.jobs:
-        mine = np.zeros_like(D)
+        m = np.zeros_like(V)
         h = np.asarray(job.hosts)
-        mine[np.ix_(h, h)] = 1.0
-        np.fill_diagonal(mine, 0.0)
-        joint_used.append(np.flatnonzero(route_loads(topology, fabric, [p for p in joint.paths if mine[p[0], p[1]]],
-                                                     mine)))
-    return JobsResult(jobs, joint, tuple(alone), n, fabric, shared, used, tuple(joint_used), joint_loads)
+        m[np.ix_(h, h)] = 1.0
+        np.fill_diagonal(m, 0.0)
+        mine.append(m)
+    alone = tuple(solve_demand(topology, fabric, m, progress=progress) for m in mine)
+    shared = route_loads(topology, fabric, [p for a in alone for p in a.paths], V)
+    used = tuple(np.flatnonzero(route_loads(topology, fabric, a.paths, m)) for a, m in zip(alone, mine))
+    joint_loads = route_loads(topology, fabric, joint.paths, V)
+    joint_used = tuple(np.flatnonzero(route_loads(topology, fabric, [p for p in joint.paths if m[p[0], p[1]]], m))
+                       for m in mine)
+    return JobsResult(jobs, joint, alone, topology.n_hosts, fabric, shared, used, joint_used, joint_loads)
 
 
 # ------------------------------------------------------------ per-job files
@@ -379,11 +319,11 @@ def write_job_schedules(result: JobsResult, topology: Topology, directory, max_c
     from .verify import verify_bytes
 
     directory = Path(directory)
-    lam = result.joint.concurrent_flow
     out = {}
-    for job, w, alone in zip(result.jobs.jobs, result.jobs.weights(), result.alone):
-        for suffix, paths, lp_time in (("", result.joint.paths, 1.0 / (lam * w)),
-                                       ("-alone", alone.paths, 1.0 / alone.concurrent_flow)):
+    for job, alone in zip(result.jobs.jobs, result.alone):
+        s, t = job.hosts[:2]
+        for suffix, paths, lp_time in (("", result.joint.paths, result.joint.time(s, t)),
+                                       ("-alone", alone.paths, alone.time(s, t))):
             schedule, t = job_schedule(topology, result.fabric, job, paths, lp_time,
                                        "jobs-joint" if not suffix else "jobs-alone", max_chunks)
             data = mpi_paths_to_xml(lower_mpi_paths(schedule, f"{job.name}{suffix}"))

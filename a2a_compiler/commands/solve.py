@@ -44,8 +44,8 @@ parallel per-source work (mcf-decomp, mcf-extp):
                                                     rank 0 solves, the other ranks split sources
 
 several jobs on one fabric (--jobs FILE, docs/formats.md "Jobs"): job j, an all-to-all among its
-hosts with weight w_j; the joint solve is the largest lambda such that every pair of job j ships
-lambda*w_j at once (objective fair: w_j = 1, every job the same per-pair rate), certified by weak
+hosts with weight w_j; the joint solve is the all-to-allv MCF (as --demand) for the demand w_j on
+the pairs of job j (objective fair: w_j = 1, every job the same per-pair rate), certified by weak
 duality; beside it each job solved alone, and those alone solutions priced together (they share
 links: each job's time is then its busiest link's load with every job's bytes on it).
 --schedules DIR writes, per job, its joint schedule NAME.xml, its alone schedule NAME-alone.xml
@@ -230,14 +230,14 @@ def run_jobs(args) -> int:
         print_json(s)
         return 0
     print(f"{topo.spec}: {len(jobs.jobs)} jobs, objective {jobs.objective}, {fabric.describe()}")
-    print(f"joint      lambda = {s['joint_concurrent_flow']:.6g} per pair and unit weight (certified bound "
-          f"{s['joint_upper_bound']:.6g}, gap {s['joint_gap']:.1e})")
+    print(f"joint      F = {s['joint_concurrent_flow']:.6g} per unit of volume (certified bound "
+          f"{s['joint_upper_bound']:.6g}, gap {s['joint_gap']:.1e}); volumes: the weights scaled to mean 1 per pair")
     print(f"  {'job':12s} {'hosts':>5s} {'weight':>7s} {'joint time':>11s} {'alone time':>11s} "
           f"{'alone, together':>16s}")
     for j in s["jobs"]:
         print(f"  {j['name'][:12]:12s} {len(j['hosts']):5d} {j['weight']:7.3g} {j['joint_time']:11.5g} "
               f"{j['alone_time']:11.5g} {j['alone_together_time']:16.5g}")
-    print(f"together   the alone solutions reach lambda = {s['alone_together_concurrent_flow']:.6g}: the joint "
+    print(f"together   the alone solutions reach F = {s['alone_together_concurrent_flow']:.6g}: the joint "
           f"solve is {s['joint_over_alone_together']:.4f}x that (times in link-times for unit shards)")
     for path in written:
         print(f"saved      {path}")
