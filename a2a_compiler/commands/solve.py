@@ -210,9 +210,11 @@ def run_jobs(args) -> int:
 
     from ..jobs import load_jobs, solve_jobs, write_job_schedules
 
-    if args.method or args.save:
-        raise A2AError(f"{'--method' if args.method else '--save'} does not apply with --jobs (the joint solve "
-                       "is the source-grouped link LP with the jobs' demands)")
+    given = [flag for flag, value in (("--method", args.method), ("--save", args.save), ("--demand", args.demand))
+             if value]
+    if given:
+        raise A2AError(f"{given[0]} does not apply with --jobs (the jobs file gives the demand; the joint solve is "
+                       "the demand-aware MCF-extP)")
     if args.schedules and not Path(args.schedules).is_dir():
         raise A2AError(f"--schedules {args.schedules}: not a directory")
     topo = topology_from_args(args)
