@@ -102,7 +102,7 @@ class DeadlockFreeFlow:
         return math.inf if self.upper_bound <= 0 else 1.0 / self.upper_bound
 
 
-def _host_terms(topology: Topology, fabric: Fabric):
+def _host_terms(fabric: Fabric):
     """``(hosted, nic)``: whether host rows exist and whether they count end points only (NIC forwarding)."""
     return fabric.host_bw is not None, fabric.forwarding == "nic"
 
@@ -151,7 +151,7 @@ def build_lp(topology: Topology, fabric: Fabric, keys: np.ndarray):
     """
     E, nh = topology.n_links, topology.n_hosts
     K = len(keys)
-    hosted, nic = _host_terms(topology, fabric)
+    hosted, nic = _host_terms(fabric)
     hc = fabric.host_capacity
     src, dst, cap = topology.src, topology.dst, topology.capacity
     trans = [transitions(topology, keys[l]) for l in range(K)]
@@ -234,7 +234,7 @@ def restricted_dual_bound(topology: Topology, fabric: Fabric, trans: list[Transi
     """
     E, nh = topology.n_links, topology.n_hosts
     src, dst, cap = topology.src, topology.dst, topology.capacity
-    hosted, nic = _host_terms(topology, fabric)
+    hosted, nic = _host_terms(fabric)
     l = np.maximum(np.nan_to_num(np.asarray(lengths, dtype=float)), 0.0)
     ho = np.zeros(nh) if host_out is None or not hosted else np.maximum(np.nan_to_num(host_out), 0.0)
     hi = np.zeros(nh) if host_in is None or not hosted else np.maximum(np.nan_to_num(host_in), 0.0)
