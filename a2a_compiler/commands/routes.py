@@ -1,4 +1,5 @@
-"""``a2a routes SPEC --algo ALGO``: a routing baseline or MCF scheme as a chunked, layered MPI path schedule."""
+"""``a2a routes SPEC --algo ALGO``: a routing baseline or MCF scheme as a chunked, layered MPI path schedule;
+a destination-based engine's forwarding tables measured per cable and exported for OpenSM (``--lft``)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from ..deadlock.orders import FAMILIES
 from ..errors import A2AError
 from ..files import atomic_write, check_writable
 from ..progress import Progress
-from ..routes import ENGINES
+from ..routes import ENGINES, TABLE_ENGINES
 from ..routes.patterns import PATTERNS, pattern_congestion
 from .common import PROGRESS_DELAY, add_demand_arg, add_fabric_args, add_injection_args, add_topology_args, \
     demand_from_args, fabric_from_args, nonnegative_int, positive_int, print_json, topology_from_args
@@ -20,7 +21,9 @@ HELP = "route every host pair with a baseline or MCF scheme; chunk, layer and wr
 EPILOG = """\
 algorithms:
   sssp           Domke, Hoefler & Nagel 2011: shortest-path trees on link weights that grow
-                 with the routes already placed (one path per pair)
+                 with the routes already placed (one path per pair); --opensm: what OpenSM's
+                 sssp engine installs (per-cable weights that also count each switch's own
+                 port, its 4-ary heap's tie order; docs/infiniband.md)
   ewsp           every shortest path of a pair, equal weights (Basu et al. section 5.2)
   ilp-disjoint   one path per pair from its maximal link-disjoint paths, minimising the max
                  link load: a HiGHS MIP (--time-limit, --eps; optimal/gap reported)
@@ -31,9 +34,11 @@ algorithms:
   mcf-extp       link MCF + widest-path extraction (section 3.2.1)
   pmcf-disjoint  path MCF over link-disjoint paths (section 3.1.4)
   pmcf-shortest  path MCF over all shortest paths
-  ftree          Zahavi et al. 2009: fat-tree tables (tree order extracted from the topology)
-                 that make every shift stage congestion-free on 1:1 fat trees
-  minhop         OpenSM's original MinHop: min-hop ports balanced per switch (ftree's baseline)
+  ftree          Zahavi et al. 2009 as OpenSM's ftree engine computes it, per port: congestion-free
+                 shift stages on 1:1 fat trees
+  minhop         OpenSM's MinHop: the least used min-hop port per switch (ftree's baseline)
+  dfsssp         sssp's tables, each host pair on the virtual lane (SL) DFSSSP gives it
+  file           OpenSM's file engine: the tables of an LFT dump (--lft-in DUMP), checked
   sf-min         Besta & Hoefler 2014: Slim Fly minimal routing, VC k on router hop k (2 VCs)
   sf-val         Slim Fly Valiant routing via a random router per pair (--route-seed), 4 VCs
   ugal           refused: adaptive per packet, no static routes (use sf-min / sf-val)
@@ -58,6 +63,16 @@ deadlock schemes (--deadlock; each layer's channel dependency graph is acyclic):
 patterns (--pattern): shift = stages s = 1..N-1 of pairs i -> (i+s) mod N; reports the
 largest number of routes on one link (divided by its capacity) per stage, worst and
 average over the stages (congestion_worst, congestion_avg; Zahavi et al. Table I).
+
+forwarding tables (sssp, dfsssp, dor, ftree, minhop, sf-min, fatpaths, sf-layers, file): the
+engine's tables (switch x destination -> port, one per LID offset) are measured directly, per
+cable: alltoall_time, the shift pattern's congestion_worst/avg (always), layers and
+deadlock_free over (cable, virtual lane); per-pair routes are built only for -o and
+--deadlock (at most 1,000,000).  The link-MCF reference (mcf_time, ratio) is solved when
+its LP fits (--mcf auto: up to 400,000 hosts x links columns), else null with a note.
+--lft FILE writes OpenSM's LFT dump (opensm -R file -U FILE, with -l LMC for layers) and,
+where the routes need virtual lanes, FILE.sl with an SL per (source, destination, LID
+offset): OpenSM's file engine installs no SLs (docs/infiniband.md, docs/formats.md).
 
 chunks: each shard is split into C equal chunks.  C is the least common multiple of the
 weights' denominators (for equal splits, of the path counts) when that is <= --max-chunks,
@@ -86,6 +101,9 @@ examples:
   a2a routes fattree:4,3 --algo minhop --pattern shift      # congestion 4 worst, 3.24 average
   a2a routes slimfly:5 --algo sf-val --route-seed 1 -o sf5-val.xml && a2a verify sf5-val.xml --deadlock-free
   a2a routes slimfly:5 --algo sf-layers --layers 4 --json   # info: vls, disjoint_paths_histogram, ...
+  a2a routes fattree:12,3 --algo ftree --json               # 1728 hosts: congestion 1/1, per cable
+  a2a routes ibnet:fabric.txt --algo ftree --lft ftree.dump  # then: opensm -R file -U ftree.dump
+  a2a routes ibnet:fabric.txt --algo file --lft-in opensm-lfts.dump --json   # check and measure a dump
   a2a routes genkautz:64,4 --algo mcf-df --layers 4 -o gk64.xml && a2a verify gk64.xml --deadlock-free
 """
 
@@ -101,9 +119,11 @@ ENGINE_OPTIONS = {
     "rho": ("--rho", ("fatpaths",)),
     "variant": ("--variant", ("fatpaths",)),
     "route_seed": ("--route-seed", ("sf-val", "fatpaths", "sf-layers")),
+    "opensm": ("--opensm", ("sssp", "dfsssp")),
+    "lft_in": ("--lft-in", ("file",)),
 }
 #: Command-line options whose engine keyword has another name (``--seed`` is puncturing's).
-ENGINE_KEYWORD = {"route_seed": "seed"}
+ENGINE_KEYWORD = {"route_seed": "seed", "lft_in": "path"}
 
 
 def register(sub) -> None:
@@ -145,12 +165,22 @@ def register(sub) -> None:
                    help="fatpaths: random cable sampling (default) or the overlap-minimising layers")
     g.add_argument("--route-seed", type=nonnegative_int, metavar="S",
                    help="sf-val, fatpaths, sf-layers: seed of the random choices (default 0)")
-    g.add_argument("--pattern", choices=PATTERNS, help="also report the congestion of this pattern's stages")
+    g.add_argument("--pattern", choices=PATTERNS, help="also report the congestion of this pattern's stages "
+                                                       "(always reported for table engines)")
+    g.add_argument("--opensm", action="store_true", default=None,
+                   help="sssp, dfsssp: OpenSM's own sssp tables (per-cable weights counting each switch's port 0, "
+                        "its 4-ary heap's tie order) instead of ours")
+    g.add_argument("--lft-in", metavar="DUMP", help="file: the LFT dump to load (opensm-lfts.dump, dump_lfts output)")
+    g.add_argument("--mcf", choices=("auto", "on", "off"), default="auto",
+                   help="table engines: solve the link-MCF reference always, never, or when its LP has at most "
+                        "400,000 columns (default auto)")
     add_injection_args(p)
     o = p.add_argument_group("output")
     o.add_argument("--max-chunks", type=positive_int, default=64, metavar="C",
                    help="most chunks per shard (default 64): the rounding grid when the weights are not exact")
     o.add_argument("-o", "--output", metavar="FILE.xml", help="write the MPI path schedule (docs/formats.md)")
+    o.add_argument("--lft", metavar="FILE", help="table engines: write OpenSM's LFT dump for 'opensm -R file -U FILE' "
+                                                 "(and FILE.sl where the routes need virtual lanes)")
     o.add_argument("--json", action="store_true", help="print one JSON object (see 'reported' below)")
     o.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=run)
@@ -202,17 +232,29 @@ def _human(s: dict) -> str:
 
 
 def run(args) -> int:
-    """Route, chunk, layer and price (:func:`a2a_compiler.routes.schedule.route_schedule`); write and report."""
+    """Route, chunk, layer and price (:func:`a2a_compiler.routes.schedule.route_schedule`), or, for a table
+    engine, measure the tables (:func:`a2a_compiler.routes.report.table_report`); write and report."""
     from ..routes.schedule import route_schedule
 
-    if args.output:
-        check_writable(args.output)           # before any routing
+    for path in filter(None, (args.output, args.lft)):
+        check_writable(path)           # before any routing
+    if args.lft and args.algo not in TABLE_ENGINES:
+        raise A2AError(f"--lft writes forwarding tables; --algo {args.algo} is not destination-based (use one of "
+                       f"{', '.join(TABLE_ENGINES)})")
+    if args.mcf != "auto" and args.algo not in TABLE_ENGINES:
+        raise A2AError(f"--mcf applies to the table engines ({', '.join(TABLE_ENGINES)}); --algo {args.algo} always "
+                       "solves the link MCF")
     topology = topology_from_args(args)
     fabric = fabric_from_args(args)
     options = engine_options(args)
     demand = demand_from_args(args, topology.n_hosts)
+    if demand is not None and (args.lft or args.mcf != "auto"):
+        raise A2AError("--lft and --mcf measure a table engine's all-to-all; with --demand the routes are priced "
+                       "under the demand per route (run --lft without --demand: the tables do not depend on it)")
     reporter = None if args.quiet else Progress(delay=PROGRESS_DELAY)
     try:
+        if args.algo in TABLE_ENGINES and demand is None and not (args.max_flows or args.flow_per_chunk):
+            return _run_tables(args, topology, fabric, options, reporter)   # time steps: the route path below
         result = route_schedule(topology, args.algo, fabric, deadlock=args.deadlock, max_layers=args.max_layers,
                                 max_chunks=args.max_chunks, max_flows=args.max_flows,
                                 flow_per_chunk=bool(args.flow_per_chunk), progress=reporter, demand=demand,
@@ -235,3 +277,53 @@ def run(args) -> int:
     else:
         print(_human(s))
     return 0
+
+
+def _run_tables(args, topology, fabric, options, reporter) -> int:
+    from ..routes.report import table_report
+
+    rep = table_report(topology, args.algo, fabric, deadlock=args.deadlock, max_layers=args.max_layers, mcf=args.mcf,
+                       output=bool(args.output), max_chunks=args.max_chunks, lft=args.lft, progress=reporter,
+                       **options)
+    if args.output:
+        atomic_write(args.output, rep.schedule.xml)
+    if args.lft:
+        atomic_write(args.lft, rep.lft["text"])
+        if rep.lft["sl_text"] is not None:
+            atomic_write(rep.lft["sl_file"], rep.lft["sl_text"])
+    s = {**rep.summary(), "output": args.output}
+    if s["opensm"] is not None:
+        s["opensm"] = {k: v for k, v in s["opensm"].items() if not k.endswith("text")}
+    if not args.quiet:
+        for note in s["notes"]:
+            print(f"a2a routes: note: {note}", file=sys.stderr)
+    if args.json:
+        print_json(s)
+    else:
+        print(_human_tables(s))
+    return 0
+
+
+def _human_tables(s: dict) -> str:
+    mcf = "link MCF not solved" if s["mcf_time"] is None else \
+        f"link MCF {s['mcf_time']:.6g}; ratio {s['ratio']:.4f}"
+    layers = f" in {s['lid_layers']} LID layers" if s["lid_layers"] > 1 else ""
+    lines = [
+        f"tables     {s['spec']} {s['algo']}: {s['hosts']} hosts, {s['cables']} cables; {s['routes']} routes{layers}",
+        f"time       {s['alltoall_time']:.6g} link-times (max load of one cable); {mcf}",
+        f"pattern    shift: congestion worst {s['congestion_worst']:.6g}, average {s['congestion_avg']:.6g} over "
+        f"{s['stages']} stages (per cable)",
+    ]
+    how = f" ({s['deadlock']})" if s["deadlock"] else ""
+    lines.append(f"lanes      {s['layers']}{how}, " + ("deadlock-free" if s["deadlock_free"] else
+                                                        "NOT deadlock-free (cyclic channel dependencies)"))
+    if s["file_time"] is not None:
+        exact = "exact" if s["chunks_exact"] else "rounded"
+        lines.append(f"file       {s['file_time']:.6g} link-times per link, {s['chunks_per_shard']} chunk(s) per shard "
+                     f"({exact}): {s['output']}")
+    if s["opensm"] is not None:
+        o = s["opensm"]
+        lines.append(f"lft        {o['lft']}: opensm {o['options']}" + (f"; SLs in {o['sl_file']}" if o["sl_file"]
+                                                                         else ""))
+    lines.append(f"computed   in {s['seconds']:.2f} s")
+    return "\n".join(lines)

@@ -35,8 +35,9 @@ GenKautz(1000,4) -- and map that flow to every source; the optimum is the
 same, the LP is smaller.  --symmetry off solves the plain master LP.
 
 progress (stderr, after 2 s; --quiet silences it): stage, elapsed time and the
-LP's iterations and objective.  Ctrl-C stops the LP within about a second,
-stops worker processes and exits 130 without writing --save.
+LP's iterations and objective (PDLP: its restarts and iterations).  Ctrl-C
+stops the LP within about a second (PDLP runs in a child process, which Ctrl-C
+terminates), stops worker processes and exits 130 without writing --save.
 
 parallel per-source work (mcf-decomp, mcf-extp):
   a2a solve genkautz:256,4 --workers 2              local worker processes

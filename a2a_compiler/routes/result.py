@@ -52,6 +52,8 @@ class RouteSet:
     FPTAS); ``bound`` a certified lower bound on the time of the problem the
     engine solves (the MIP dual bound of an ILP, the dual bound of the FPTAS);
     ``optimal`` / ``mip_gap`` are the proof status of an ILP engine.
+    ``tables`` is the :class:`~.tables.ForwardingTables` the paths were traced
+    from, for a destination-based engine (its numbers count per cable).
     """
 
     algo: str
@@ -64,6 +66,7 @@ class RouteSet:
     timings: dict = field(default_factory=dict)
     info: dict = field(default_factory=dict)
     bound: float | None = None
+    tables: object = None
     demand: object = None   # an all-to-allv's Demand: times weigh each pair by its volume
 
     # ------------------------------------------------------------ flat arrays

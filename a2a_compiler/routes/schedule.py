@@ -163,20 +163,22 @@ class RoutedSchedule:
 def route_schedule(topology: Topology, algo: str, fabric: Fabric | None = None, *, deadlock: str | None = None,
                    max_layers: int | None = None, max_chunks: int = DEFAULT_MAX_CHUNKS, mcf_time: float | None = None,
                    max_flows: int | None = None, flow_per_chunk: bool = False, name: str | None = None,
-                   progress=None, demand=None, **options) -> RoutedSchedule:
+                   progress=None, demand=None, routes: RouteSet | None = None, **options) -> RoutedSchedule:
     """Route, chunk, layer, lower and price: the library entry point behind ``a2a routes``.
 
     ``options`` go to the engine (e.g. ``time_limit=``, ``eps=``); ``mcf_time``
     skips the link-MCF solve when the caller knows it; ``max_flows`` and
     ``flow_per_chunk`` control injection (:mod:`a2a_compiler.chunk.injection`); ``demand`` makes it an
     all-to-allv (:func:`~a2a_compiler.routes.route`; the file records the volumes,
-    every time is the all-to-allv's).  Raises :class:`A2AError` for bad input, an
-    engine failure or too many layers.
+    every time is the all-to-allv's); ``routes`` skips the engine (routes the
+    caller already has, e.g. traced from tables).  Raises :class:`A2AError` for
+    bad input, an engine failure or too many layers.
     """
     fabric = fabric or Fabric()
     timings = {}
     t0 = time.perf_counter()
-    routes = route(topology, algo, fabric, progress=progress, demand=demand, **options)
+    if routes is None:
+        routes = route(topology, algo, fabric, progress=progress, demand=demand, **options)
     t1 = time.perf_counter()
     timings["route"] = t1 - t0
     if progress:

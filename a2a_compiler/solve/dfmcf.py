@@ -377,16 +377,18 @@ def deadlock_free_mcf(topology: Topology, fabric: Fabric | None, keys: np.ndarra
 
 def check_size(topology: Topology, layers: int) -> None:
     """Refuse an LP that cannot fit: about 3 nonzeros per column, at most ``layers·N·(T + 2E)`` columns
-    (``T`` the moves through nodes), against :data:`~a2a_compiler.solve.MAX_LP_NONZEROS`."""
-    from . import MAX_LP_NONZEROS
+    (``T`` the moves through nodes), at :data:`~a2a_compiler.solve.LP_BYTES_PER_NONZERO` each, against
+    :data:`~a2a_compiler.solve.MAX_LP_BYTES` (the rule of every flow LP)."""
+    from . import LP_BYTES_PER_NONZERO, MAX_LP_BYTES
 
     moves = int(np.dot(topology.in_degree().astype(float), topology.out_degree().astype(float)))
     nnz = 3.0 * layers * topology.n_hosts * (moves + 2 * topology.n_links)
-    if nnz > MAX_LP_NONZEROS:
+    need = nnz * LP_BYTES_PER_NONZERO
+    if need > MAX_LP_BYTES:
         raise A2AError(f"{topology.spec}: the mcf-df LP with {layers} layer(s) would have about {nnz:.1e} nonzeros "
-                       f"({topology.n_hosts} sources x {moves} moves through nodes per layer), over the limit of "
-                       f"{MAX_LP_NONZEROS:.0e} (a2a_compiler.solve.MAX_LP_NONZEROS); use fewer layers or a smaller "
-                       "topology")
+                       f"({topology.n_hosts} sources x {moves} moves through nodes per layer) and need about "
+                       f"{need / 2**30:.0f} GiB, over the {MAX_LP_BYTES / 2**30:.0f} GiB limit "
+                       "(a2a_compiler.solve.MAX_LP_BYTES); use fewer layers or a smaller topology")
 
 
 def _certified(topology: Topology, fabric: Fabric, routes) -> float:

@@ -7,6 +7,7 @@ hosts numbered first.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import networkx as nx
@@ -81,13 +82,19 @@ def twisted_hypercube(d: int) -> Topology:
     return Topology.from_links(spec, 2**d, sorted(pairs))
 
 
-def torus(dims: tuple[int, ...]) -> Topology:
+def torus(dims: tuple[int, ...], p: int = 0) -> Topology:
     """Mixed-radix torus k1 x k2 x ...: neighbours differ by ±1 mod k_m in one dimension.
 
     A dimension of size 2 gives one cable (not two); a dimension of size 1 gives none.
-    Node ids are row-major over the coordinates (last dimension fastest).
+    Node ids are row-major over the coordinates (last dimension fastest).  With
+    ``p > 0`` the torus nodes are routers (switches) carrying ``p`` hosts each,
+    as in an InfiniBand torus (router ``r`` is node ``p * N + r``); ``coords`` are
+    then given for the routers, hosts get their router's, and a router's ports
+    are its hosts' (``1..p``), then dimension by dimension the ``+`` and the
+    ``-`` neighbour (the cabling OpenSM's ``dor`` engine reads dimensions from).
     """
-    spec = "torus:" + "x".join(str(k) for k in dims)
+    spec = "torus:" + "x".join(str(k) for k in dims) + (f",p={p}" if p else "")
+    _require(p >= 0, "p", "must be >= 0", spec)
     _require(len(dims) >= 1, "dims", "must list at least one dimension", spec)
     for m, k in enumerate(dims):
         _require(k >= 1, f"k{m + 1}", "must be >= 1", spec)
@@ -95,14 +102,24 @@ def torus(dims: tuple[int, ...]) -> Topology:
     _require(2 <= n <= MAX_NODES, "dims", f"must give 2..{MAX_NODES} hosts", spec)
     coords = np.array(list(itertools.product(*[range(k) for k in dims])), dtype=np.int64)
     strides = np.array([int(np.prod(dims[m + 1:])) for m in range(len(dims))], dtype=np.int64)
-    pairs = []
+    pairs, ports, slot = [], [], p + 1
     for m, k in enumerate(dims):
         if k == 1:
             continue
         nxt = coords.copy()
         nxt[:, m] = (nxt[:, m] + 1) % k
         pairs.append(np.stack([coords @ strides, nxt @ strides], 1))
-    return Topology.from_links(spec, n, np.concatenate(pairs) if pairs else np.zeros((0, 2)), coords=coords.tolist())
+        # ports in dimension order (+ then -), as OpenSM's dor expects them cabled; k = 2: one cable, port +
+        ports += [(slot, slot if k == 2 else slot + 1)] * n
+        slot += 1 if k == 2 else 2
+    pairs = np.concatenate(pairs) if pairs else np.zeros((0, 2), dtype=np.int64)
+    if p:
+        _require(n * (p + 1) <= MAX_NODES, "p", f"must keep (p+1)*N <= {MAX_NODES} nodes", spec)
+        names = ["r" + ".".join(map(str, c)) for c in coords.tolist()]
+        t = _hosts_on_routers(spec, n, pairs, p, names, router_ports=ports)
+        return dataclasses.replace(t, coords=tuple(tuple(c) for c in np.concatenate([np.repeat(coords, p, 0), coords])
+                                                   .tolist()))
+    return Topology.from_links(spec, n, pairs, coords=coords.tolist())
 
 
 def petersen() -> Topology:
@@ -130,11 +147,14 @@ def genkautz(n: int, d: int) -> Topology:
 
 
 # ------------------------------------------------------- hosts on routers
-def _hosts_on_routers(spec: str, n_routers: int, router_pairs, p: int, router_names, notes=()) -> Topology:
+def _hosts_on_routers(spec: str, n_routers: int, router_pairs, p: int, router_names, notes=(),
+                      router_ports=None) -> Topology:
     """Attach ``p`` hosts to every router by one cable (hosts first: host h sits on router h // p).
 
     ``p = 0`` collapses the model: the routers themselves are the hosts, which
     topologies.md allows when stated, so the topology's notes say so.
+    ``router_ports`` (with ``p > 0``) numbers the router cables' ports, one
+    ``(u_port, v_port)`` per pair, after the hosts' ports ``1..p``.
     """
     pairs = np.asarray(router_pairs, dtype=np.int64).reshape(-1, 2)
     if p == 0:
@@ -144,9 +164,12 @@ def _hosts_on_routers(spec: str, n_routers: int, router_pairs, p: int, router_na
     hosts = np.arange(nh)
     host_pairs = np.stack([hosts, nh + hosts // p], 1)
     notes = (f"{p} host(s) per router, each attached by one cable; routers only forward",) + tuple(notes)
+    ports = None
+    if router_ports is not None:
+        ports = [((1,), (1 + h % p,)) for h in range(nh)] + [((a,), (b,)) for a, b in router_ports]
     return Topology.from_links(
         spec, nh, np.concatenate([host_pairs, pairs + nh]), n_switches=n_routers,
-        names=[f"h{h}" for h in range(nh)] + list(router_names), notes=notes,
+        names=[f"h{h}" for h in range(nh)] + list(router_names), notes=notes, ports=ports,
     )
 
 
@@ -325,7 +348,8 @@ def var_ary_tree(k0: int, arities: tuple[int, ...], width=1, *, merge: int = 1, 
     ``n = len(arities) + 1`` switch levels, each with ``prod(arities)`` switches
     ``(r, S_{n-2} .. S_0)``, ``S_j in 0..M_j-1`` (``M_j = arities[j]``).  Switches
     at levels r and r+1 are joined iff their digits agree except digit r, by a
-    port group of ``width`` parallel cables (one link of capacity ``width``;
+    port group of ``width`` parallel cables (one link of capacity ``width``
+    carrying ``cables = width``, see :mod:`..topology.model`;
     ``width`` may also give one value per level pair, so a tree can have a
     reduced CBB on one stage only).  Leaf switch ``I_S = sum_i S_i P_i``
     (``P_i = prod_{j<i} M_j``) carries hosts ``K_0 I_S .. K_0 I_S + K_0 - 1``
@@ -394,7 +418,9 @@ def var_ary_tree(k0: int, arities: tuple[int, ...], width=1, *, merge: int = 1, 
         nh, n_sw = hosts, int(keep[nh:].sum())
     else:
         n_sw = sum(count)
-    return Topology.from_links(spec, nh, pairs, n_switches=n_sw, capacity=caps, names=names, notes=notes)
+    cables = caps.astype(np.int64) if np.any(caps > 1) else None
+    return Topology.from_links(spec, nh, pairs, n_switches=n_sw, capacity=caps, names=names, notes=notes,
+                               cables=cables)
 
 
 def fattree(k: int, n: int, *, merge: int = 1, hosts: int | None = None) -> Topology:
