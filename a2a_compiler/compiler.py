@@ -264,8 +264,9 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
             steps: int | None = None, paths: str | None = None, max_paths: int | None = None,
             solver: str | None = None, channels: int | None = None, instances: int | None = None,
             proto: str | None = None, min_bytes: int | None = None, max_bytes: int | None = None,
-            rcs: bool | None = None, target: str | None = None, name: str | None = None,
-            progress=None, demand=None) -> CompileResult:
+            rcs: bool | None = None, target: str | None = None, max_flows: int | None = None,
+            flow_per_chunk: bool | None = None, name: str | None = None, progress=None,
+            demand=None) -> CompileResult:
     """Compile an all-to-all schedule for ``source`` and lower it to ``emit`` (Basu et al. §3–§4).
 
     ``source`` is a topology spec (``"torus:3x3x3"``), a
@@ -286,8 +287,10 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
     on the lowered program), tsMCF ``steps``.  MSCCL: ``channels``,
     ``instances`` (1), ``proto`` (Simple), ``min_bytes``, ``max_bytes`` (0 = no
     limit), ``rcs`` (False), ``target`` (``nccl`` | ``rccl``: the executor whose limits the
-    program meets; the chunk search keeps only chunk counts whose program fits).  ``name`` goes
-    into the file.  ``demand`` (a :class:`~a2a_compiler.demand.Demand`, an array or a CSV /
+    program meets; the chunk search keeps only chunk counts whose program fits).  MPI paths
+    (:mod:`a2a_compiler.chunk.injection`): ``flow_per_chunk`` (every chunk its own route),
+    ``max_flows`` (time steps with at most that many routes per host and direction).  ``name``
+    goes into the file.  ``demand`` (a :class:`~a2a_compiler.demand.Demand`, an array or a CSV /
     ``.npy`` path) compiles the all-to-allv of that matrix (MSCCL: balanced matrices only, in the
     fixed-size-buffer layout of docs/formats.md); the plain all-to-all is then compiled alike and
     its program priced under the demand (``uniform_reused_time``).  Each keyword is the ``a2a compile``
@@ -314,6 +317,10 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
                                ("target", target)) if v is not None}
     if msccl and emit != "msccl":
         raise A2AError(f"{', '.join(map(flag, msccl))} appl{'ies' if len(msccl) == 1 else 'y'} to --emit msccl only")
+    injection = {k: v for k, v in (("max_flows", max_flows), ("flow_per_chunk", flow_per_chunk)) if v}
+    if injection and emit != "mpi":
+        raise A2AError(f"{', '.join(map(flag, injection))} appl{'ies' if len(injection) == 1 else 'y'} to "
+                       "--emit mpi only (routed schedules)")
     t0 = time.perf_counter()
     if isinstance(source, (LinkSchedule, PathSchedule)):
         if given:
@@ -368,6 +375,10 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
 
             schedule = replace(schedule, info={**schedule.info, "switched": physical.spec,
                                                "mcf_time": solve(physical, fab, "mcf-decomp", demand=demand).lp_time})
+    if injection:
+        from .chunk.injection import injection_control
+
+        schedule = injection_control(schedule, max_flows, bool(flow_per_chunk))
     t1 = time.perf_counter()
     program = programs.lower(schedule)
     data = program_to_xml(program)
@@ -384,7 +395,8 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
         uniform = compile(programs.physical or topology, emit, method, fabric=fab, max_chunks=max_chunks,
                           steps=steps, paths=paths, max_paths=max_paths, solver=solver, channels=channels,
                           instances=instances, proto=proto, min_bytes=min_bytes, max_bytes=max_bytes, rcs=rcs,
-                          target=target, name=name, progress=progress)
+                          target=target, max_flows=max_flows, flow_per_chunk=flow_per_chunk, name=name,
+                          progress=progress)
         caps = (schedule_capacities(uniform.schedule) if programs.physical is None
                 else link_capacities(programs.physical))
         reused = program_performance(uniform.program, fab, caps, routes=programs.routes,

@@ -191,4 +191,4 @@ def test_cli_layered_routes_verify_deadlock_free(tmp_path, capsys):
     assert main(["verify", str(out), "--deadlock-free", "--topology", "slimfly:4,p=0"]) == 0
     capsys.readouterr()
     assert main(["routes", "slimfly:4,p=0", "--algo", "sf-min", "--layers", "2"]) == 2
-    assert "--layers applies to --algo fatpaths / sf-layers, not sf-min" in capsys.readouterr().err
+    assert "--layers applies to --algo fatpaths / sf-layers / mcf-df, not sf-min" in capsys.readouterr().err

@@ -63,6 +63,8 @@ class Route:
     ``nodes`` starts at ``src`` and ends at ``dst``; node ids are topology ids,
     so hosts (ids < n_ranks) are ranks and larger ids are switches.  ``layer`` is
     the route's virtual layer; ``vcs``, when given, one virtual channel per hop.
+    ``step`` is the time step the route runs in (time-stepped routed schedules,
+    :mod:`.injection`; steps run one after another, 0 first).
     """
 
     src: int
@@ -72,6 +74,7 @@ class Route:
     chunks: tuple[int, ...]
     layer: int = 0
     vcs: tuple[int, ...] | None = None
+    step: int = 0
 
 
 @dataclass(frozen=True, eq=False)
@@ -230,6 +233,8 @@ def _validate_path(sch: PathSchedule, links: set) -> None:
             raise FormatError(f"{name}: nodes {list(r.nodes)} must run from {r.src} to {r.dst}")
         if r.vcs is not None and (len(r.vcs) != len(r.nodes) - 1 or min(r.vcs, default=0) < 0):
             raise FormatError(f"{name}: vcs {list(r.vcs)} must give one virtual channel >= 0 per hop")
+        if r.step < 0:
+            raise FormatError(f"{name}: step {r.step} must be >= 0")
         for u, v in zip(r.nodes, r.nodes[1:]):
             if (u, v) not in links:
                 raise FormatError(f"{name}: hop {u}->{v} is not a link of {sch.spec}")
@@ -277,8 +282,8 @@ def step_loads(schedule: Schedule) -> np.ndarray:
     """Chunks per resource of the cost model (links, host ingress, host egress) in each step, each
     chunk weighted by :func:`chunk_weights` (in units of ``1/divisor``).
 
-    A link schedule has one row per time step; a path schedule one row (every
-    route carries its chunks at once).
+    A link schedule has one row per time step; a path schedule one row per
+    time step of its routes (every route of a step carries its chunks at once).
     """
     model = cost_model(schedule)
     weight, _ = chunk_weights(schedule)
@@ -288,10 +293,15 @@ def step_loads(schedule: Schedule) -> np.ndarray:
         t, u, v, o, d = np.array(hops, dtype=np.int64).reshape(-1, 5).T
         return model.step_loads(t, model.link_index(u, v), u, v, o, d, len(schedule.steps),
                                 counts=None if weight is None else weight[o, d])
-    hops = [(a, b, r.src, r.dst, len(r.chunks)) for r in schedule.routes for a, b in zip(r.nodes, r.nodes[1:])]
-    u, v, o, d, k = np.array(hops, dtype=np.int64).reshape(-1, 5).T
-    return model.step_loads(np.zeros(len(u)), model.link_index(u, v), u, v, o, d, 1,
+    hops = [(r.step, a, b, r.src, r.dst, len(r.chunks)) for r in schedule.routes for a, b in zip(r.nodes, r.nodes[1:])]
+    t, u, v, o, d, k = np.array(hops, dtype=np.int64).reshape(-1, 6).T
+    return model.step_loads(t, model.link_index(u, v), u, v, o, d, path_steps(schedule),
                             counts=k if weight is None else k * weight[o, d])
+
+
+def path_steps(schedule: PathSchedule) -> int:
+    """Number of time steps of a routed schedule (1 unless :mod:`.injection` stepped it)."""
+    return 1 + max((r.step for r in schedule.routes), default=0)
 
 
 def predicted_time(schedule: Schedule) -> float:
@@ -336,7 +346,8 @@ def to_json_dict(schedule: Schedule) -> dict:
         d["n_nodes"] = schedule.n_nodes
         d["routes"] = [
             {"src": r.src, "dst": r.dst, "route_id": r.route_id, "layer": r.layer,
-             "nodes": list(r.nodes), "chunks": list(r.chunks), **({"vcs": list(r.vcs)} if r.vcs is not None else {})}
+             "nodes": list(r.nodes), "chunks": list(r.chunks), **({"vcs": list(r.vcs)} if r.vcs is not None else {}),
+             **({"step": r.step} if r.step else {})}
             for r in schedule.routes
         ]
     return d
@@ -481,7 +492,8 @@ def _from_json_dict(d, source: str) -> Schedule:
                 routes.append(Route(_int(r["src"], f"{where} src"), _int(r["dst"], f"{where} dst"), nodes,
                                     _int(r["route_id"], f"{where} route_id", 0), _ints(r["chunks"], f"{where} chunks"),
                                     _int(r.get("layer", 0), f"{where} layer", 0),
-                                    _ints(r["vcs"], f"{where} vcs") if r.get("vcs") is not None else None))
+                                    _ints(r["vcs"], f"{where} vcs") if r.get("vcs") is not None else None,
+                                    _int(r.get("step", 0), f"{where} step", 0)))
             sch = PathSchedule(routes=tuple(routes), n_nodes=n_nodes, **common)
         else:
             raise FormatError(f"kind must be \"link\" or \"path\", got {kind!r}")

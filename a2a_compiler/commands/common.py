@@ -69,6 +69,16 @@ def add_chunking_args(p: argparse.ArgumentParser) -> None:
                         "(diameter, diameter+1, ... while the LP optimum improves)")
 
 
+def add_injection_args(p: argparse.ArgumentParser) -> None:
+    """Injection rate control of routed schedules (:mod:`a2a_compiler.chunk.injection`), for MPI path files."""
+    g = p.add_argument_group("injection rate control (MPI path schedules)")
+    g.add_argument("--max-flows", type=positive_int, metavar="Q",
+                   help="time steps with at most Q routes (flows) leaving and Q arriving at every host per step, "
+                        "a barrier between steps (MPI path format version 2); default: every route at once")
+    g.add_argument("--flow-per-chunk", action="store_true", default=None,
+                   help="granular chunking: every chunk its own route, i.e. its own flow (Basu et al. section 4)")
+
+
 def add_output_args(p: argparse.ArgumentParser, metavar: str, what: str, fields: str) -> None:
     """``-o FILE`` (required), ``--json`` (one object with ``fields`` instead of the summary), ``-q``."""
     p.add_argument("-o", "--output", required=True, metavar=metavar, help=f"where to write {what}")

@@ -6,8 +6,8 @@ from ..cli import command_parser
 from ..compiler import EMITS
 from ..errors import A2AError
 from ..formats.msccl_rules import TARGETS
-from .common import SPEC_HELP, add_chunking_args, add_demand_arg, add_fabric_args, add_output_args, \
-    add_topology_args, nonnegative_int, positive_int, print_json, progress
+from .common import SPEC_HELP, add_chunking_args, add_demand_arg, add_fabric_args, add_injection_args, \
+    add_output_args, add_topology_args, nonnegative_int, positive_int, print_json, progress
 
 EPILOG = """\
 formats and the methods that feed them (docs/formats.md):
@@ -47,6 +47,7 @@ examples:
   a2a compile torus:3x3x3 --link-bw 25Gbps --host-bw 100Gbps --emit oneccl -o t3.xml
   a2a compile torus:3x3x3 --link-bw 25Gbps --host-bw 100Gbps --emit msccl --min-fidelity 0.99 -o t3.xml
   a2a compile fattree:4,2 --emit mpi --method pmcf --paths shortest -o ft-paths.xml
+  a2a compile torus:3x3x3 --forwarding nic --emit mpi --max-flows 8 -o t3-steps.xml   # time-stepped routes
   a2a schedule hypercube:3 -o s.json && a2a compile --from-ir s.json --emit msccl -o hc3.xml
   a2a demand zipf 8 --alpha 1 -o D.csv && a2a compile bipartite:4 --forwarding nic --emit mpi --demand D.csv -o moe.xml
 """
@@ -95,6 +96,7 @@ def register(sub) -> None:
                    help="pass chunks straight on with rcs (receive-copy-send) steps where the reference allows it "
                         "(3-hop paths whose relays can stage the chunk in its output slot), on extra channels: "
                         "less scratch, but more steps and thread blocks (docs/formats.md)")
+    add_injection_args(p)
     p.add_argument("--name", help="algorithm name written into the file (default SPEC-METHOD)")
     add_output_args(p, "FILE", "the XML", "format, method, ranks, chunks_per_shard, lp_time, mcf_time, "
                                           "predicted_time, fidelity, mcf_ratio, output, ...")
@@ -104,7 +106,7 @@ def register(sub) -> None:
 #: ``a2a compile`` options that are keywords of :func:`a2a_compiler.compiler.compile`.
 OPTIONS = ("method", "link_bw", "host_bw", "forwarding", "nvlink_bw", "remove_links", "remove_nodes", "seed", "max_chunks",
            "min_fidelity", "steps", "paths", "max_paths", "channels", "instances", "proto", "min_bytes",
-           "max_bytes", "rcs", "target", "name", "demand")
+           "max_bytes", "rcs", "target", "max_flows", "flow_per_chunk", "name", "demand")
 
 
 def run(args) -> int:

@@ -7,13 +7,14 @@ import argparse
 import sys
 
 from ..deadlock import SCHEMES
+from ..deadlock.orders import FAMILIES
 from ..errors import A2AError
 from ..files import atomic_write, check_writable
 from ..progress import Progress
 from ..routes import ENGINES, TABLE_ENGINES
 from ..routes.patterns import PATTERNS, pattern_congestion
-from .common import PROGRESS_DELAY, add_demand_arg, add_fabric_args, add_topology_args, demand_from_args, \
-    fabric_from_args, nonnegative_int, positive_int, print_json, topology_from_args
+from .common import PROGRESS_DELAY, add_demand_arg, add_fabric_args, add_injection_args, add_topology_args, \
+    demand_from_args, fabric_from_args, nonnegative_int, positive_int, print_json, topology_from_args
 
 HELP = "route every host pair with a baseline or MCF scheme; chunk, layer and write an MPI path schedule"
 
@@ -46,6 +47,12 @@ algorithms:
   sf-layers      Blach et al. 2024, Alg. 1: layer 0 balanced minimal paths, each further layer
                  one almost-minimal path per router pair with the least overlap; layers and
                  fatpaths get virtual lanes by DFSSSP; info reports disjoint-path counts
+  mcf-df         deadlock-free by construction (section 5.5's open problem): K = --layers
+                 acyclic channel orders (--orders mcf: the link MCF's routes packed into K
+                 acyclic layers; updown: up*/down* from K BFS roots; coordinate: tori and
+                 hypercubes, dimension orders with datelines), then the exact MCF over routes
+                 monotone in one order; each route keeps its order's layer.  bound = certified
+                 bound over those routes, ratio = price of deadlock freedom
 
 deadlock schemes (--deadlock; each layer's channel dependency graph is acyclic):
   lash      Skeie et al. 2002: host pairs first-fit into layers
@@ -78,8 +85,8 @@ weights before chunking), lp_time (a relaxation's time, where there is one), bou
 certified lower bound: MIP dual bound, FPTAS/LP dual), mcf_time (optimal link MCF) and
 ratio = alltoall_time / mcf_time, optimal and mip_gap (ILPs), layers and deadlock_free
 (channel dependencies over (link, virtual channel) checked on the file), chunks_per_shard,
-chunks_exact, routes, seconds.  The file's lp_time attribute is mcf_time, so 'a2a run'
-measures every baseline against the same MCF bound.
+chunks_exact, routes, steps, max_flows, seconds.  The file's lp_time attribute is mcf_time,
+so 'a2a run' measures every baseline against the same MCF bound.
 
 all-to-allv (--demand D.csv): mcf-extp and pmcf-* solve for the demand; every other engine routes
 as for the uniform all-to-all (its relaxation and bound then dropped) and is priced under D, as
@@ -97,6 +104,7 @@ examples:
   a2a routes fattree:12,3 --algo ftree --json               # 1728 hosts: congestion 1/1, per cable
   a2a routes ibnet:fabric.txt --algo ftree --lft ftree.dump  # then: opensm -R file -U ftree.dump
   a2a routes ibnet:fabric.txt --algo file --lft-in opensm-lfts.dump --json   # check and measure a dump
+  a2a routes genkautz:64,4 --algo mcf-df --layers 4 -o gk64.xml && a2a verify gk64.xml --deadlock-free
 """
 
 #: Engine options of the command line -> the algorithms that take them.
@@ -105,7 +113,9 @@ ENGINE_OPTIONS = {
     "eps": ("--eps", ("ilp-disjoint", "ilp-shortest", "fptas")),
     "max_paths": ("--max-paths", ("ewsp", "ilp-shortest", "pmcf-shortest")),
     "early_stop": ("--no-early-stop", ("fptas",)),
-    "layers": ("--layers", ("fatpaths", "sf-layers")),
+    "layers": ("--layers", ("fatpaths", "sf-layers", "mcf-df")),
+    "orders": ("--orders", ("mcf-df",)),
+    "solver": ("--solver", ("mcf-df",)),
     "rho": ("--rho", ("fatpaths",)),
     "variant": ("--variant", ("fatpaths",)),
     "route_seed": ("--route-seed", ("sf-val", "fatpaths", "sf-layers")),
@@ -142,7 +152,13 @@ def register(sub) -> None:
     d.add_argument("--max-layers", type=positive_int, metavar="K",
                    help="fail unless the routes fit in K virtual layers")
     g.add_argument("--layers", type=positive_int, metavar="L",
-                   help="fatpaths, sf-layers: routing layers, i.e. LID offsets of the LMC range (default 4)")
+                   help="fatpaths, sf-layers: routing layers, i.e. LID offsets of the LMC range (default 4); "
+                        "mcf-df: virtual layers K the routes may use (default 2)")
+    g.add_argument("--orders", choices=FAMILIES, help="mcf-df: family of the K channel orders: "
+                   + ", ".join(FAMILIES) + " (default mcf)")
+    g.add_argument("--solver", choices=("ipm-crossover", "ipm", "simplex"),
+                   help="mcf-df: LP solver; ipm-crossover (default) ends at the canonical optimal vertex, few "
+                        "routes; ipm is faster, same optimum, more routes")
     g.add_argument("--rho", type=float, metavar="R", help="fatpaths: fraction of cables in each random layer "
                                                           "(default 0.6)")
     g.add_argument("--variant", choices=("random", "balanced"),
@@ -158,6 +174,7 @@ def register(sub) -> None:
     g.add_argument("--mcf", choices=("auto", "on", "off"), default="auto",
                    help="table engines: solve the link-MCF reference always, never, or when its LP has at most "
                         "400,000 columns (default auto)")
+    add_injection_args(p)
     o = p.add_argument_group("output")
     o.add_argument("--max-chunks", type=positive_int, default=64, metavar="C",
                    help="most chunks per shard (default 64): the rounding grid when the weights are not exact")
@@ -199,6 +216,9 @@ def _human(s: dict) -> str:
         extra.append(("proved optimal" if s["optimal"] else "not proved optimal") + f", MIP gap {s['mip_gap']:.3g}")
     if extra:
         lines.append("           " + "; ".join(extra))
+    if s["steps"] > 1:
+        lines.append(f"steps      {s['steps']} time steps, at most {s['max_flows']} routes per host and direction "
+                     "in each (a barrier between steps)")
     how = f" ({s['deadlock']})" if s["deadlock"] else ""
     lines.append(f"layers     {s['layers']}{how}, " + ("deadlock-free" if s["deadlock_free"] else
                                                           "NOT deadlock-free (cyclic channel dependencies)"))
@@ -233,10 +253,12 @@ def run(args) -> int:
                        "under the demand per route (run --lft without --demand: the tables do not depend on it)")
     reporter = None if args.quiet else Progress(delay=PROGRESS_DELAY)
     try:
-        if args.algo in TABLE_ENGINES and demand is None:
-            return _run_tables(args, topology, fabric, options, reporter)
+        if args.algo in TABLE_ENGINES and demand is None and not (args.max_flows or args.flow_per_chunk):
+            return _run_tables(args, topology, fabric, options, reporter)   # time steps: the route path below
         result = route_schedule(topology, args.algo, fabric, deadlock=args.deadlock, max_layers=args.max_layers,
-                                max_chunks=args.max_chunks, progress=reporter, demand=demand, **options)
+                                max_chunks=args.max_chunks, max_flows=args.max_flows,
+                                flow_per_chunk=bool(args.flow_per_chunk), progress=reporter, demand=demand,
+                                **options)
     finally:
         if reporter:
             reporter.close()

@@ -44,6 +44,14 @@ parallel per-source work (mcf-decomp, mcf-extp):
   mpiexec -n 8 python -m mpi4py.futures -m a2a_compiler solve genkautz:1000,4 --mpi
                                                     rank 0 solves, the other ranks split sources
 
+several jobs on one fabric (--jobs FILE, docs/formats.md "Jobs"): job j, an all-to-all among its
+hosts with weight w_j; the joint solve is the all-to-allv MCF (as --demand) for the demand w_j on
+the pairs of job j (objective fair: w_j = 1, every job the same per-pair rate), certified by weak
+duality; beside it each job solved alone, and those alone solutions priced together (they share
+links: each job's time is then its busiest link's load with every job's bytes on it).
+--schedules DIR writes, per job, its joint schedule NAME.xml, its alone schedule NAME-alone.xml
+(MPI path files in the job's own rank numbering, for one communicator per job) and
+NAME.topology.json, the fabric as the job sees it ('a2a verify FILE --topology file:...').
 all-to-allv (--demand D.csv, mixture-of-experts): commodity (s,d) ships F*D[s,d]; the
 matrix is scaled to mean 1 per pair (1/F compares with the uniform time at equal volume),
 the dual bound is sum_e c_e*l_e / sum D[s,d]*dist_l(s,d), and the symmetry quotient keeps
@@ -52,6 +60,7 @@ solution of the same method is solved too and priced under D with its routes and
 unchanged ("uniform reused"): what reusing one schedule for every batch costs.
 
 examples:
+  a2a solve torus:3x3x3 --jobs jobs.json --forwarding nic --schedules jobs/
   a2a solve torus:3x3x3 --link-bw 25Gbps --host-bw 100Gbps --forwarding nic --json
   a2a solve hypercube:4 --method pmcf --paths ksp:4
   a2a solve genkautz:64,4 --method mcf-extp --save gk64.npz
@@ -67,7 +76,7 @@ def register(sub) -> None:
     add_fabric_args(p)
     add_demand_arg(p)
     g = p.add_argument_group("solver")
-    g.add_argument("--method", choices=list(METHODS), default="mcf-decomp",
+    g.add_argument("--method", choices=list(METHODS), default=None,
                    help="flow formulation (default mcf-decomp); see 'methods' below")
     g.add_argument("--solver", choices=list(SOLVERS), default=None,
                    help="HiGHS LP algorithm.  Default 'auto': each method chooses by LP size -- for the flow "
@@ -102,6 +111,13 @@ def register(sub) -> None:
     g.add_argument("--mpi", action="store_true",
                    help="run per-source work on MPI ranks (mpi4py.futures); launch under "
                         "'mpiexec -n K python -m mpi4py.futures -m a2a_compiler solve ...'")
+    j = p.add_argument_group("several jobs on one fabric")
+    j.add_argument("--jobs", metavar="FILE", help="jobs file: host subsets with weights and an objective "
+                                                  "(fair or weighted); solve them jointly and each alone")
+    j.add_argument("--schedules", metavar="DIR", help="with --jobs: write each job's joint and alone MPI path "
+                                                      "schedules and its topology into DIR")
+    j.add_argument("--max-chunks", type=positive_int, default=64, metavar="C",
+                   help="with --schedules: most chunks per shard (default 64)")
     o = p.add_argument_group("output")
     o.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     o.add_argument("--save", metavar="FILE.npz",
@@ -139,6 +155,11 @@ def run(args) -> int:
     """``a2a solve``: :func:`a2a_compiler.solve.solve`, optionally save, print the summary."""
     from ..files import check_writable
 
+    if args.jobs:
+        return run_jobs(args)
+    if args.schedules:
+        raise A2AError("--schedules writes the schedules of --jobs; give --jobs FILE")
+    args.method = args.method or "mcf-decomp"
     if args.save:
         check_writable(args.save)
     topo = topology_from_args(args)
@@ -181,4 +202,46 @@ def run(args) -> int:
         print(f"{s['paths']} weighted paths")
     if args.save:
         print(f"saved {args.save}")
+    return 0
+
+
+def run_jobs(args) -> int:
+    """``a2a solve SPEC --jobs FILE``: :func:`a2a_compiler.jobs.solve_jobs`, per-job schedules, the summary."""
+    from pathlib import Path
+
+    from ..jobs import load_jobs, solve_jobs, write_job_schedules
+
+    given = [flag for flag, value in (("--method", args.method), ("--save", args.save), ("--demand", args.demand))
+             if value]
+    if given:
+        raise A2AError(f"{given[0]} does not apply with --jobs (the jobs file gives the demand; the joint solve is "
+                       "the demand-aware MCF-extP)")
+    if args.schedules and not Path(args.schedules).is_dir():
+        raise A2AError(f"--schedules {args.schedules}: not a directory")
+    topo = topology_from_args(args)
+    fabric = fabric_from_args(args)
+    jobs = load_jobs(args.jobs, topo.n_hosts)
+    reporter = None if args.quiet else Progress(delay=PROGRESS_DELAY)
+    try:
+        result = solve_jobs(topo, fabric, jobs, progress=reporter)
+    finally:
+        if reporter:
+            reporter.close()
+    written = write_job_schedules(result, topo, args.schedules, args.max_chunks) if args.schedules else []
+    s = {"spec": topo.spec, **result.summary(), "schedules": [str(p) for p in written]}
+    if args.json:
+        print_json(s)
+        return 0
+    print(f"{topo.spec}: {len(jobs.jobs)} jobs, objective {jobs.objective}, {fabric.describe()}")
+    print(f"joint      F = {s['joint_concurrent_flow']:.6g} per unit of volume (certified bound "
+          f"{s['joint_upper_bound']:.6g}, gap {s['joint_gap']:.1e}); volumes: the weights scaled to mean 1 per pair")
+    print(f"  {'job':12s} {'hosts':>5s} {'weight':>7s} {'joint time':>11s} {'alone time':>11s} "
+          f"{'alone, together':>16s}")
+    for j in s["jobs"]:
+        print(f"  {j['name'][:12]:12s} {len(j['hosts']):5d} {j['weight']:7.3g} {j['joint_time']:11.5g} "
+              f"{j['alone_time']:11.5g} {j['alone_together_time']:16.5g}")
+    print(f"together   the alone solutions reach F = {s['alone_together_concurrent_flow']:.6g}: the joint "
+          f"solve is {s['joint_over_alone_together']:.4f}x that (times in link-times for unit shards)")
+    for path in written:
+        print(f"saved      {path}")
     return 0

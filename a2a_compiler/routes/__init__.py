@@ -45,6 +45,7 @@ ENGINES: dict[str, tuple[str, str]] = {
     "sf-layers": ("sf_layers", "sf_layers"),
     "dfsssp": ("sssp", "dfsssp"),
     "file": ("opensm", "lft_file"),
+    "mcf-df": ("mcf_df", "mcf_df"),
 }
 #: Engines that return forwarding tables (:class:`~.tables.ForwardingTables`).
 TABLE_ENGINES = ("sssp", "dfsssp", "dor", "ftree", "minhop", "sf-min", "fatpaths", "sf-layers", "file")

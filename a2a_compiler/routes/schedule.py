@@ -31,6 +31,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..chunk import PathSchedule, Route
+from ..chunk.ir import path_steps
 from ..chunk.chunking import largest_remainder
 from ..deadlock import assign_layers, find_deadlock
 from ..errors import A2AError
@@ -149,6 +150,8 @@ class RoutedSchedule:
             "chunks_per_shard": sch.chunks_per_shard,
             "chunks_exact": self.chunks_exact,
             "routes": len(sch.routes),
+            "steps": path_steps(sch),
+            "max_flows": sch.info.get("max_flows"),
             "max_paths_per_pair": int(per_pair.max(initial=0)),
             "seconds": float(sum(self.timings.values())),
             "timings": dict(self.timings),
@@ -159,12 +162,13 @@ class RoutedSchedule:
 
 def route_schedule(topology: Topology, algo: str, fabric: Fabric | None = None, *, deadlock: str | None = None,
                    max_layers: int | None = None, max_chunks: int = DEFAULT_MAX_CHUNKS, mcf_time: float | None = None,
-                   name: str | None = None, progress=None, demand=None, routes: RouteSet | None = None,
-                   **options) -> RoutedSchedule:
+                   max_flows: int | None = None, flow_per_chunk: bool = False, name: str | None = None,
+                   progress=None, demand=None, routes: RouteSet | None = None, **options) -> RoutedSchedule:
     """Route, chunk, layer, lower and price: the library entry point behind ``a2a routes``.
 
     ``options`` go to the engine (e.g. ``time_limit=``, ``eps=``); ``mcf_time``
-    skips the link-MCF solve when the caller knows it; ``demand`` makes it an
+    skips the link-MCF solve when the caller knows it; ``max_flows`` and
+    ``flow_per_chunk`` control injection (:mod:`a2a_compiler.chunk.injection`); ``demand`` makes it an
     all-to-allv (:func:`~a2a_compiler.routes.route`; the file records the volumes,
     every time is the all-to-allv's); ``routes`` skips the engine (routes the
     caller already has, e.g. traced from tables).  Raises :class:`A2AError` for
@@ -185,6 +189,10 @@ def route_schedule(topology: Topology, algo: str, fabric: Fabric | None = None, 
     if deadlock is not None:
         schedule = layer_schedule(schedule, deadlock, max_layers)
         timings["layers"] = time.perf_counter() - t2
+    if max_flows is not None or flow_per_chunk:
+        from ..chunk.injection import injection_control
+
+        schedule = injection_control(schedule, max_flows, flow_per_chunk)
     if mcf_time is None:
         from ..solve import solve
 

@@ -6,7 +6,8 @@ model, :mod:`a2a_compiler.chunk.cost`, applied to the messages the symbolic
 execution found (:class:`~a2a_compiler.verify.simulate.Move`):
 
 * oneCCL programs: stepped execution, one step per oneCCL step (they sync);
-* MPI path programs: stepped execution in one step (every route at once);
+* MPI path programs: stepped execution, every route of a time step at once (one step
+  unless the file has ``nsteps``);
 * MSCCL programs and MSCCL++ plans: dataflow execution (the executors have no global steps;
   an MSCCL++ put follows the puts that brought its data and the threadblock's previous put).
 
@@ -82,11 +83,11 @@ def stepped_performance(moves, n_ranks: int, chunks_per_shard: int, fabric: Fabr
 
 
 def routed_performance(program, fabric: Fabric, capacity=None) -> Performance:
-    """An MPI path program -> :class:`Performance` (one step: all routes concurrent); an all-to-allv
-    program's chunks weigh their pair's volume."""
-    hops = [(0, u, v, s.src, s.dst, len(s.chunks)) for s in program.sends for u, v in zip(s.nodes, s.nodes[1:])]
+    """An MPI path program -> :class:`Performance` (the routes of a time step concurrent, steps in turn); an
+    all-to-allv program's chunks weigh their pair's volume."""
+    hops = [(s.step, u, v, s.src, s.dst, len(s.chunks)) for s in program.sends for u, v in zip(s.nodes, s.nodes[1:])]
     model = _model({(h[1], h[2]) for h in hops}, program.nranks, fabric, capacity)
-    return _stepped(model, hops, 1, program.chunks_per_shard, program.volumes)
+    return _stepped(model, hops, program.nsteps, program.chunks_per_shard, program.volumes)
 
 
 def dataflow_performance(moves, chunks_per_shard: int, fabric: Fabric, capacity=None, n_ranks: int = 0,

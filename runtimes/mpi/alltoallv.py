@@ -30,7 +30,7 @@ import numpy as np
 
 from a2a_compiler.errors import A2AError
 
-from .executor import Alltoall, _byte_view, run_msccl, run_oneccl, run_paths
+from .executor import Alltoall, _byte_view, run_msccl, run_oneccl, run_path_steps
 from .plan import BUF_I, BUF_O, BUF_S, Forward, MscclPlan, PathPlan
 
 
@@ -106,11 +106,7 @@ class Alltoallv(Alltoall):
         body = p.body
         if isinstance(body, PathPlan):
             plan, scratch = _byte_plan(body, counts, p.chunks_per_shard, sd, rd)
-            bufs = [sbytes, rbytes, np.empty(scratch, np.uint8)]
-            if self.steered is not None:
-                self.steered.run(plan, bufs)
-            else:
-                run_paths(plan, bufs, comm)
+            run_path_steps(plan, [sbytes, rbytes, np.empty(scratch, np.uint8)], comm, self.steered)
             return
         T = self.layout
         pos = T > 0
@@ -204,7 +200,7 @@ def _byte_plan(plan: PathPlan, counts: np.ndarray, C: int, sd: np.ndarray, rd: n
 
     sends = tuple(place(m) for m in plan.sends)
     recvs = tuple(Forward(place(f.recv), None if f.send is None else place(f.send)) for f in plan.recvs)
-    return PathPlan(sends, recvs), top
+    return PathPlan(sends, recvs, plan.send_steps, plan.recv_steps, plan.nsteps), top
 
 
 __all__ = ["Alltoallv", "layout_counts"]

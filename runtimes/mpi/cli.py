@@ -260,12 +260,14 @@ def workload(comm, a2a, m: int, demand=None) -> Workload:
                     float(counts.sum()) / N)
 
 
-def _timed(comm, fn, send, recv, n_warm, n_iter, check, watchdog, on_timed=None, counts=None):
+def _timed(comm, fn, send, recv, n_warm, n_iter, check, watchdog, on_timed=None, counts=None, start=None):
     """Run ``fn`` warm-up + timed iterations; returns (per-iteration max-over-ranks times, first error).
 
     ``on_timed()``, if given, is called on every rank just before the first
     timed iteration (the testbed snapshots its counters there); ``counts``: the
-    received block sizes of an all-to-allv (:func:`.pattern.first_error`).
+    received block sizes of an all-to-allv (:func:`.pattern.first_error`).  Every
+    iteration starts with a barrier on ``start`` (default ``comm``; the
+    testbed's jobs start together on the world communicator).
     """
     import numpy as np
     from mpi4py import MPI
@@ -281,7 +283,7 @@ def _timed(comm, fn, send, recv, n_warm, n_iter, check, watchdog, on_timed=None,
         verify = check == "all" or (check == "first-last" and it in (0, total - 1))
         if verify:
             recv.fill(0xA5)
-        comm.Barrier()
+        (start or comm).Barrier()
         t0 = MPI.Wtime()
         fn(send, recv)
         dt = MPI.Wtime() - t0

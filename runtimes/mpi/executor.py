@@ -225,10 +225,8 @@ class Alltoall:
             run_msccl(body, bufs, self.comm)
         elif isinstance(body, OnecclPlan):
             run_oneccl(body, bufs, self.comm)
-        elif self.steered is not None:
-            self.steered.run(body, bufs)
         else:
-            run_paths(body, bufs, self.comm)
+            run_path_steps(body, bufs, self.comm, self.steered)
 
 
 def _stage_in(shards: np.ndarray, stage: np.ndarray, order: np.ndarray | None) -> None:
@@ -372,6 +370,23 @@ def _waitall(reqs: list) -> None:
         return
     while not MPI.Request.Testall(reqs):
         os.sched_yield()
+
+
+def run_path_steps(plan: PathPlan, bufs: list[np.ndarray], comm, steered=None) -> None:
+    """A path plan's time steps in order, a barrier between them (every rank finished the previous step);
+    each step over the steered connections, or with MPI (:func:`run_paths`)."""
+    for t, step in enumerate(plan.steps()):
+        if t:
+            _barrier(comm)
+        if steered is not None:
+            steered.run(step, bufs)
+        else:
+            run_paths(step, bufs, comm)
+
+
+def _barrier(comm) -> None:
+    """``MPI_Barrier``, not spinning meanwhile (as :func:`_waitall`)."""
+    _waitall([comm.Ibarrier()])
 
 
 def _send_reads(sends: list, buf: int, lo: int, hi: int) -> bool:

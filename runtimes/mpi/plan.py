@@ -130,10 +130,25 @@ class OnecclPlan:
 
 @dataclass(frozen=True)
 class PathPlan:
-    """Sends posted at the start, and receives (relay hops forward on completion)."""
+    """Sends posted at the start, and receives (relay hops forward on completion).
+
+    A time-stepped file (``nsteps > 1``) gives each send and receive its step
+    (``send_steps``, ``recv_steps``); :meth:`steps` splits the plan, and the
+    executor runs the steps in order with a barrier between them.
+    """
 
     sends: tuple[Message, ...]
     recvs: tuple[Forward, ...]
+    send_steps: tuple[int, ...] = ()
+    recv_steps: tuple[int, ...] = ()
+    nsteps: int = 1
+
+    def steps(self) -> list["PathPlan"]:
+        """One single-step plan per time step, in order."""
+        if self.nsteps == 1:
+            return [self]
+        return [PathPlan(tuple(m for m, s in zip(self.sends, self.send_steps) if s == t),
+                         tuple(f for f, s in zip(self.recvs, self.recv_steps) if s == t)) for t in range(self.nsteps)]
 
 
 @dataclass(frozen=True)
@@ -514,6 +529,8 @@ def _oneccl_rank(name: str, N: int, C: int, mine, own: int, own_chunks: int) -> 
 def plan_paths(prog, size: int, route_mode: str = "relay") -> list[RankPlan]:
     """Every rank's plan for an MPI path schedule (Basu et al. §4, path-based schedules).
 
+    Every message of a send (its hops too) belongs to the send's time step.
+
     ``direct``: each run of consecutive chunks of a ``send`` goes end to end
     with tag ``route_id``, for a transport that steers tags onto routes.
     ``relay``: the run is forwarded hop by hop through the ranks on the route
@@ -530,6 +547,8 @@ def plan_paths(prog, size: int, route_mode: str = "relay") -> list[RankPlan]:
         raise FormatError(f"MPI path chunks_per_shard={C} must be >= 1")
     sends: list[list[Message]] = [[] for _ in range(N)]
     recvs: list[list[Forward]] = [[] for _ in range(N)]
+    send_steps: list[list[int]] = [[] for _ in range(N)]
+    recv_steps: list[list[int]] = [[] for _ in range(N)]
     written = np.zeros((N, N * C), dtype=bool)
     hop_tags: dict = defaultdict(int)
     scratch = [0] * N
@@ -555,6 +574,8 @@ def plan_paths(prog, size: int, route_mode: str = "relay") -> list[RankPlan]:
             if route_mode == "direct":
                 sends[ps.src].append(Message(ps.dst, ps.route_id, BUF_I, ps.dst * C + k0, cnt, shard))
                 recvs[ps.dst].append(Forward(Message(ps.src, ps.route_id, BUF_O, final, cnt, shard), None))
+                send_steps[ps.src].append(ps.step)
+                recv_steps[ps.dst].append(ps.step)
                 continue
             prev = None  # (sender, tag) of the hop message arriving at a
             for a, b in zip(hops, hops[1:]):
@@ -564,14 +585,19 @@ def plan_paths(prog, size: int, route_mode: str = "relay") -> list[RankPlan]:
                     raise FormatError(f"more than {TAG_LIMIT} relayed messages from rank {a} to rank {b}")
                 if prev is None:
                     sends[a].append(Message(b, tag, BUF_I, ps.dst * C + k0, cnt, shard))
+                    send_steps[a].append(ps.step)
                 else:  # a relays: it receives the run into scratch, then forwards it to b
                     recvs[a].append(Forward(Message(prev[0], prev[1], BUF_S, scratch[a], cnt, shard),
                                             Message(b, tag, BUF_S, scratch[a], cnt, shard)))
+                    recv_steps[a].append(ps.step)
                     scratch[a] += cnt
                 prev = (a, tag)
             recvs[ps.dst].append(Forward(Message(prev[0], prev[1], BUF_O, final, cnt, shard), None))
+            recv_steps[ps.dst].append(ps.step)
+    S = prog.nsteps
     return [RankPlan("mpi", prog.name, N, r, C, scratch[r], not _writes_own_shard(written[r], r, C),
-                     PathPlan(tuple(sends[r]), tuple(recvs[r])), route_mode) for r in range(N)]
+                     PathPlan(tuple(sends[r]), tuple(recvs[r]), tuple(send_steps[r]) if S > 1 else (),
+                              tuple(recv_steps[r]) if S > 1 else (), S), route_mode) for r in range(N)]
 
 
 # -------------------------------------------------------------- dispatch

@@ -227,19 +227,44 @@ def bench(topology: Topology, fabric: Fabric, schedules: list[Path], *, native: 
     _check_resources(items, n, sizes, iters + warmup, fabric, demand)
     flow = solve(topology, fabric, "mcf-decomp", demand=demand).concurrent_flow
     bound = (n - 1) * flow * fabric.link_bw
-    name = name or f"b{os.getpid()}"
+
+    def job_items(tb, tmp):
+        jobs = []
+        for item in items:
+            steering = None
+            if item.route_mode == "direct":
+                steering = [[*k, *v] for k, v in sorted(tb.steer(item.program).items())]
+                say(f"{item.label}: {len(steering)} routes steered")
+            jobs.append({"label": item.label, "kind": item.kind, "route_mode": item.route_mode,
+                         "file": _program_file(item, tmp), "steering": steering})
+        return jobs
+
+    expected = sum((iters + warmup) * it.predicted_time * m / fabric.link_bw for it in items for m in sizes)
+    raw, header = run_on_testbed(topology, fabric, routes, job_items, len(items), expected, sizes=sizes,
+                                 iters=iters, warmup=warmup, fft=fft, name=name, force=force, timeout=timeout,
+                                 say=say, demand=demand)
+    header.update(mcf_flow=flow, bound_Bps=bound)
     warnings: list[str] = []
+    by_label = {it.label: it for it in items}
+    results = [_result(r, by_label[r["label"]], topology, fabric, bound, iters, warnings, demand) for r in raw]
+    return BenchResult(header, results, warnings)
+
+
+def run_on_testbed(topology: Topology, fabric: Fabric, routes, job_items, n_items: int, expected: float, *,
+                   sizes: list[int], iters: int, warmup: int, fft: int | None = None, name: str | None = None,
+                   force: bool = False, timeout: float | None = None, say=None,
+                   demand=None) -> tuple[list[dict], dict]:
+    """Bring the testbed up, run :mod:`.rank` over the items ``job_items(tb, tmp)`` returns (they may steer
+    routes on ``tb``), take it down: the rank program's raw results and the bench header.
+
+    ``expected`` is the predicted run time in seconds (the default timeout is 120 s plus ten times it).
+    """
+    say = say or (lambda msg: None)
+    n = topology.n_hosts
+    name = name or f"b{os.getpid()}"
     with signals_raise(), Testbed.up(topology, fabric, name, routes=routes, force=force, progress=say) as tb:
         with tempfile.TemporaryDirectory(dir=tb.state_dir) as tmp:
-            jobs = []
-            for item in items:
-                steering = None
-                if item.route_mode == "direct":
-                    steering = [[*k, *v] for k, v in sorted(tb.steer(item.program).items())]
-                    say(f"{item.label}: {len(steering)} routes steered")
-                jobs.append({"label": item.label, "kind": item.kind, "route_mode": item.route_mode,
-                             "file": _program_file(item, tmp), "steering": steering})
-            expected = sum((iters + warmup) * it.predicted_time * m / fabric.link_bw for it in items for m in sizes)
+            jobs = job_items(tb, tmp)
             timeout = timeout or 120 + 10 * expected  # native may run far below its prediction
             job = {"items": jobs, "sizes": sizes, "iters": iters, "warmup": warmup, "fft": fft,
                    "counters": counter_map(tb.layout), "timeout": min(timeout, 600),
@@ -247,7 +272,7 @@ def bench(topology: Topology, fabric: Fabric, schedules: list[Path], *, native: 
                    "demand": None if demand is None else demand.volumes.tolist()}
             job_file, out_file = Path(tmp, "job.json"), Path(tmp, "out.json")
             job_file.write_text(json.dumps(job))
-            say(f"running {len(items)} item(s) x {len(sizes)} size(s) x {warmup}+{iters} iterations "
+            say(f"running {n_items} item(s) x {len(sizes)} size(s) x {warmup}+{iters} iterations "
                 f"on {n} ranks (about {expected:.0f} s at the predicted rates)")
             with open(Path(tmp, "stderr"), "w+b") as err:
                 finished = tb.run([sys.executable, "-m", "runtimes.testbed.rank", str(job_file), str(out_file)],
@@ -257,13 +282,11 @@ def bench(topology: Topology, fabric: Fabric, schedules: list[Path], *, native: 
                     raise A2AError(_job_error(finished, err.read().decode(errors="replace")))
             raw = json.loads(out_file.read_text())["results"]
     header = {"spec": topology.spec, "nranks": n, "fabric": fabric.to_json_dict(), "routes": tb.routes.algo,
-              "mcf_flow": flow, "bound_Bps": bound, "iters": iters, "warmup": warmup, "fft_grid": fft,
+              "iters": iters, "warmup": warmup, "fft_grid": fft,
               "demand": None if demand is None else demand.to_json_dict(),
               "job": {"wall_s": finished.wall_s, "cpu_user_s": finished.cpu_user_s,
                       "cpu_system_s": finished.cpu_system_s}}
-    by_label = {it.label: it for it in items}
-    results = [_result(r, by_label[r["label"]], topology, fabric, bound, iters, warnings, demand) for r in raw]
-    return BenchResult(header, results, warnings)
+    return raw, header
 
 
 def _check_resources(items: list[Item], n: int, sizes: list[int], runs: int, fabric: Fabric, demand=None) -> None:
@@ -328,13 +351,27 @@ def links_follow(measured: dict, predicted: dict) -> list[str]:
 def _result(raw: dict, item: Item, topology: Topology, fabric: Fabric, bound: float, iters: int,
             warnings: list[str], demand=None) -> dict:
     n, m, b = topology.n_hosts, raw["size_bytes"], fabric.link_bw
-    times = raw["times_s"]
-    med = statistics.median(times)
     chunk = -(-m // item.chunks_per_shard) if demand is None else None
-    counters = raw["counters"]
+    predicted = {link_key(u, v): c * iters for (u, v), c in sorted(item.link_bytes(m, demand).items())}
+    out = observed(raw, topology, predicted, item.label, item.kind == "schedule", warnings)
+    algbw = (n - 1) * m / out["time_s"] if demand is None else float(demand.pair_bytes(m).sum()) / n / out["time_s"]
+    return {
+        "label": item.label, "kind": item.kind, "size_bytes": m, "chunk_bytes": chunk, **out,
+        "algbw_Bps": algbw,
+        "predicted_Bps": (n - 1) * b / item.predicted_time,
+        "bound_Bps": bound, "bound_fraction": algbw / bound,
+        "route_mode": item.route_mode,
+        **({"fft_s": _fft_phases(raw["fft_phases_s"])} if "fft_phases_s" in raw else {}),
+    }
+
+
+def observed(raw: dict, topology: Topology, predicted: dict, label: str, routed: bool, warnings: list[str]) -> dict:
+    """What a bench measured beside ``predicted`` link bytes (``{"u-v": bytes}``): times, the byte-exact
+    check, the link payloads and whether they follow the routes (checked when ``routed``), host, TCP and CPU
+    counters, and the failures; a busy-CPU warning goes to ``warnings``."""
+    m, times, counters = raw["size_bytes"], raw["times_s"], raw["counters"]
     links = [link_key(u, v) for u, v in zip(topology.src.tolist(), topology.dst.tolist())]
     measured = {k: counters[k]["payload"] for k in links}
-    predicted = {link_key(u, v): c * iters for (u, v), c in sorted(item.link_bytes(m, demand).items())}
     predicted = {k: predicted.get(k, 0) for k in links}
     cpu = cpu_use(raw["cpu_before"], raw["cpu_after"])
     cpu["ranks_fraction"] = raw["ranks_cpu_s"] / (raw["window_s"] * cpu["cpus"])
@@ -342,23 +379,17 @@ def _result(raw: dict, item: Item, topology: Topology, fabric: Fabric, bound: fl
     if raw["error"]:
         failures.append(raw["error"])
     follow = links_follow(measured, predicted)
-    if follow and item.kind == "schedule":
+    if follow and routed:
         failures.append("bytes do not follow the routes: " + "; ".join(follow[:3]))
     if cpu["busy_fraction"] > BUSY_WARNING:
-        warnings.append(f"{item.label} {m} B: the CPUs were {100 * cpu['busy_fraction']:.0f}% busy (ranks "
+        warnings.append(f"{label} {m} B: the CPUs were {100 * cpu['busy_fraction']:.0f}% busy (ranks "
                         f"{100 * cpu['ranks_fraction']:.0f}%, kernel softirq {100 * cpu['softirq_fraction']:.0f}%, "
                         f"the rest other load): the emulation may not hold the link rates; lower --link-bw or "
                         f"quiet the machine")
     busiest = max(predicted, key=lambda k: (predicted[k], k))
-    algbw = (n - 1) * m / med if demand is None else float(demand.pair_bytes(m).sum()) / n / med
     return {
-        "label": item.label, "kind": item.kind, "size_bytes": m, "chunk_bytes": chunk,
-        "time_s": med, "time_min_s": min(times), "time_max_s": max(times),
-        "algbw_Bps": algbw,
-        "predicted_Bps": (n - 1) * b / item.predicted_time,
-        "bound_Bps": bound, "bound_fraction": algbw / bound,
-        "verified": raw["error"] is None, "error": raw["error"],
-        "routes_followed": not follow, "route_mode": item.route_mode,
+        "time_s": statistics.median(times), "time_min_s": min(times), "time_max_s": max(times),
+        "verified": raw["error"] is None, "error": raw["error"], "routes_followed": not follow,
         "busiest_link": {"link": busiest, "measured": measured[busiest], "predicted": predicted[busiest]},
         "link_bytes": measured, "predicted_link_bytes": predicted,
         "host_bytes": {k: v["payload"] for k, v in counters.items() if ">" in k},
@@ -366,7 +397,6 @@ def _result(raw: dict, item: Item, topology: Topology, fabric: Fabric, bound: fl
         "mgmt_bytes": counters.get("mgmt", {}).get("bytes"),
         "cpu": {**cpu, "ranks_cpu_s": raw["ranks_cpu_s"], "window_s": raw["window_s"]},
         "failures": failures,
-        **({"fft_s": _fft_phases(raw["fft_phases_s"])} if "fft_phases_s" in raw else {}),
     }
 
 

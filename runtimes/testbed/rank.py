@@ -85,6 +85,8 @@ def _run_item(comm, item, job, counters, watchdog) -> list[dict]:
     from runtimes.mpi.cli import _timed, workload
     from runtimes.mpi.executor import Alltoall
 
+    if item["kind"] == "jobs":
+        return _run_jobs(comm, item, job, counters, watchdog)
     demand = job.get("demand")
     if demand is not None:
         from a2a_compiler.demand import Demand
@@ -92,8 +94,7 @@ def _run_item(comm, item, job, counters, watchdog) -> list[dict]:
         demand = Demand.from_volumes(demand, "bench demand")
     a2a = None
     if item["kind"] != "native":
-        steering = item.get("steering")
-        steering = None if steering is None else {tuple(r[:3]): tuple(r[3:]) for r in steering}
+        steering = _steering(item.get("steering"))
         if demand is None:
             a2a = Alltoall(item["file"], comm, route_mode=item["route_mode"], steering=steering)
         else:
@@ -116,6 +117,55 @@ def _run_item(comm, item, job, counters, watchdog) -> list[dict]:
                         "error": errors[0] if errors else None, **measured})
     if a2a is not None:
         a2a.free()
+    return out
+
+
+def _steering(entry):
+    return None if entry is None else {tuple(r[:3]): tuple(r[3:]) for r in entry}
+
+
+def _run_jobs(comm, item, job, counters, watchdog) -> list[dict]:
+    """Several jobs at once (:mod:`.jobs`): each on its own communicator (split by job), every iteration
+    started together by a barrier on ``comm``; per job and size, the slowest of its ranks' times."""
+    from mpi4py import MPI
+
+    from runtimes.mpi.cli import _timed, workload
+    from runtimes.mpi.executor import Alltoall, agree
+
+    jobs = item["jobs"]
+    mine = next((i for i, j in enumerate(jobs) if comm.rank in j["hosts"]), None)
+    sub = comm.Split(MPI.UNDEFINED if mine is None else mine, comm.rank)
+    me = jobs[mine] if mine is not None else None
+    a2a = agree(comm, lambda: None if me is None else
+                Alltoall(me["file"], sub, route_mode=me["route_mode"], steering=_steering(me["steering"])))
+    out = []
+    for m in job["sizes"]:
+        start = {}
+        snap = lambda: start.update(_snapshot(comm, counters))  # noqa: E731
+        if me is None:                       # a host in no job: keep the world's barriers in step
+            total = job["warmup"] + job["iters"]
+            for it in range(total):
+                if it == job["warmup"]:
+                    snap()
+                comm.Barrier()
+                watchdog.kick()
+            times, error = None, None
+        else:
+            w = workload(sub, a2a, m)
+            times, error = _timed(sub, w.ours, w.send, w.recv, job["warmup"], job["iters"], "first-last", watchdog,
+                                  snap, start=comm)
+        measured = _measured(comm, counters, start)
+        report = comm.gather((mine, None if times is None or sub.rank else times.tolist(), error))
+        if comm.rank == 0:
+            for i, j in enumerate(jobs):
+                errors = [e for k, _, e in report if k == i and e]
+                times_i = next(t for k, t, _ in report if k == i and t is not None)
+                out.append({"label": item["label"], "job": j["label"], "kind": "job", "size_bytes": m,
+                            "times_s": times_i, "error": errors[0] if errors else None, **measured})
+    if a2a is not None:
+        a2a.free()
+    if sub != MPI.COMM_NULL:
+        sub.Free()
     return out
 
 
