@@ -459,7 +459,7 @@ def simulate_mscclpp(p: MscclppProgram) -> Trace:
     c = p.chunks_per_shard
     trace = Trace(chunks_per_shard=c)
     res = resolve(p)
-    inputs = _inputs(n, c)
+    inputs = _inputs(layout_counts(n, c))
     bufs = [{"i": [_PlanSlot(v) for v in inputs[g.id]], "o": [_PlanSlot() for _ in range(n * c)],
              "s": [_PlanSlot() for _ in range(g.scratch_chunks)]} for g in p.gpus]
     ents = [(g.id, tb.id) for g in p.gpus for tb in sorted(g.threadblocks, key=lambda t: t.id)]
