@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
-import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
@@ -265,12 +264,44 @@ def xpander(d: int, lift: int, seed: int = 0) -> Topology:
     raise SpecError(f"{spec}: no connected lift in {_MAX_TRIES} draws; try another seed")
 
 
+def _random_regular_pairs(n: int, d: int, rng: np.random.Generator) -> np.ndarray | None:
+    """One draw of the pairing algorithm of Steger and Wormald (1999), batched.
+
+    Every node starts with ``d`` stubs.  Each round shuffles the remaining stubs and
+    pairs them in order; a pair becomes a cable unless it is a loop, repeats an
+    earlier cable or an earlier pair of the same round; the others' stubs go to the
+    next round.  Returns the (N*d/2, 2) cables, sorted, or None when the remaining
+    stubs can form no cable.  Only ``rng.permutation`` and integer arithmetic decide,
+    so the seed fixes the graph on every machine and library version.
+    """
+    stubs = np.repeat(np.arange(n, dtype=np.int64), d)
+    keys = np.zeros(0, dtype=np.int64)                     # cables as lo * n + hi
+    while stubs.size:
+        pair = rng.permutation(stubs).reshape(-1, 2)
+        lo, hi = pair.min(1), pair.max(1)
+        key = lo * n + hi
+        ok = np.zeros(len(key), dtype=bool)
+        ok[np.unique(key, return_index=True)[1]] = True    # the first of equal pairs this round
+        ok &= (lo != hi) & ~np.isin(key, keys)
+        keys = np.concatenate([keys, key[ok]])
+        stubs = np.sort(pair[~ok].ravel())
+        left = np.unique(stubs)
+        # A node with stubs left has < d cables, so it can still reach one of > d others.
+        if 0 < left.size <= d:
+            made = set(keys.tolist())
+            if all(u * n + v in made for u, v in itertools.combinations(left.tolist(), 2)):
+                return None
+    keys.sort()
+    return np.stack([keys // n, keys % n], 1)
+
+
 def jellyfish(n: int, d: int, seed: int = 0) -> Topology:
     """Jellyfish: random d-regular graph RRG(N, d) (Singla et al. 2012).
 
-    Drawn with networkx's Steger–Wormald sampler (asymptotically uniform) driven by
-    ``numpy.random.default_rng(seed)``; disconnected draws are discarded and the
-    next one taken from the same generator, so the seed fixes the graph.
+    Drawn with the Steger–Wormald pairing algorithm (asymptotically uniform,
+    :func:`_random_regular_pairs`) driven by ``numpy.random.default_rng(seed)``;
+    draws that get stuck or come out disconnected are discarded and the next one
+    taken from the same generator, so the seed fixes the graph.
     """
     spec = f"jellyfish:{n},{d},seed={seed}"
     _require(n >= 3, "N", "must be >= 3", spec)
@@ -280,9 +311,8 @@ def jellyfish(n: int, d: int, seed: int = 0) -> Topology:
     _require(seed >= 0, "seed", "must be >= 0", spec)
     rng = np.random.default_rng(seed)
     for _ in range(_MAX_TRIES):
-        g = nx.random_regular_graph(d, n, seed=rng)
-        pairs = np.array(list(g.edges()), dtype=np.int64).reshape(-1, 2)
-        if _connected(n, pairs):
+        pairs = _random_regular_pairs(n, d, rng)
+        if pairs is not None and _connected(n, pairs):
             return Topology.from_links(spec, n, pairs)
     raise SpecError(f"{spec}: no connected draw in {_MAX_TRIES} tries; try another seed")
 
