@@ -16,7 +16,7 @@ import sys
 from .errors import A2AError
 
 #: Subcommand modules in pipeline order.
-COMMANDS = ["topo", "solve", "routes", "compare", "schedule", "compile", "verify", "run", "testbed", "demo"]
+COMMANDS = ["topo", "demand", "solve", "routes", "compare", "schedule", "compile", "verify", "run", "testbed", "demo"]
 
 DESCRIPTION = """\
 Compile bandwidth-optimal all-to-all schedules for direct-connect topologies.
@@ -30,6 +30,7 @@ pipeline: topology -> fabric -> solve (MCF LPs) -> chunk -> lower (MSCCL / oneCC
   a2a compile torus:3x3x3 --emit msccl -o a2a.xml
   a2a verify a2a.xml --topology torus:3x3x3
   mpiexec -n 27 a2a run a2a.xml  execute, check byte-exact, measure vs MPI_Alltoall
+  a2a demand zipf 8 -o D.csv     an MoE all-to-allv matrix; --demand D.csv on solve .. testbed bench
 
 Run 'a2a COMMAND --help' for each command's options.
 """

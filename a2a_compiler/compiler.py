@@ -23,6 +23,7 @@ from .options import flag, refuse_inapplicable
 #: ``emit`` -> (schedule kind, description).
 EMITS = {
     "msccl": ("link", "MSCCL executor XML (GPUs; docs/msccl.md)"),
+    "mscclpp": ("link", "MSCCL++ JSON execution plan (GPUs; docs/msccl.md)"),
     "oneccl": ("link", "oneCCL-style XML (CPUs; run with 'a2a run')"),
     "mpi": ("path", "MPI path schedule XML (routed; run with 'a2a run')"),
 }
@@ -54,6 +55,8 @@ class CompileResult:
     schedule: object
     report: object
     timings: dict = field(default_factory=dict)
+    uniform: "CompileResult | None" = None   # all-to-allv: the plain all-to-all compiled alike
+    uniform_reused_time: float | None = None  # ... and its program's time under the demand (reused)
 
     @property
     def text(self) -> str:
@@ -123,21 +126,27 @@ class CompileResult:
             "mcf_ratio": self.mcf_ratio,
             "schedule_predicted_time": predicted_time(s),
             "timings": dict(self.timings),
+            **({} if s.demand is None else {"demand": s.demand.to_json_dict()}),
+            **({} if self.uniform is None else {
+                "uniform_reused": {"predicted_time": self.uniform_reused_time,
+                                   "uniform_predicted_time": self.uniform.predicted_time,
+                                   "slowdown": self.uniform_reused_time / self.predicted_time}}),
         }
 
 
-def _fabric(fabric, link_bw, host_bw, forwarding):
+def _fabric(fabric, link_bw, host_bw, forwarding, nvlink_bw=None):
     from .fabric import Fabric, parse_bandwidth
 
     if fabric is not None:
-        if (link_bw, host_bw, forwarding) != (None, None, None):
-            raise A2AError("give either fabric= or link_bw/host_bw/forwarding, not both")
+        if (link_bw, host_bw, forwarding, nvlink_bw) != (None, None, None, None):
+            raise A2AError("give either fabric= or link_bw/host_bw/forwarding/nvlink_bw, not both")
         return fabric
 
     def bw(value, option):
         return value if value is None or not isinstance(value, str) else parse_bandwidth(value, option)
 
-    return Fabric(bw(link_bw, "--link-bw"), bw(host_bw, "--host-bw"), forwarding or "host")
+    return Fabric(bw(link_bw, "--link-bw"), bw(host_bw, "--host-bw"), forwarding or "host",
+                  bw(nvlink_bw, "--nvlink-bw"))
 
 
 def _topology(source, remove_links: int, remove_nodes: int, seed: int):
@@ -152,46 +161,117 @@ def _topology(source, remove_links: int, remove_nodes: int, seed: int):
     return topo
 
 
-def _lowering(emit: str, name: str | None, msccl: dict):
-    from .lower import LOWERINGS
-
-    lower = LOWERINGS[emit]
-    options = {"name": name, **(msccl if emit == "msccl" else {})}
-    return lambda schedule: lower(schedule, **options)
+#: Channel counts tried, after the fewest that fit, when MSCCL's --channels is not given.
+CHANNEL_CANDIDATES = (2, 4, 8)
 
 
-def _program_time(emit: str, lower, fabric):
-    """For MSCCL, the dataflow time of the program lowered from a candidate schedule: the C search
-    prices what will be written.  oneCCL and MPI path programs run the schedule's own steps, so
-    the stepped time the chunking search computes is already theirs (None)."""
-    if emit != "msccl":
-        return None
-    from .verify.performance import program_performance
+class _Programs:
+    """Lowers candidate schedules and prices them as :func:`compile` will write them.
 
-    def time_of(schedule):
-        from .verify.topology_check import schedule_capacities
+    The chunk count search calls :meth:`time` for each candidate schedule, :func:`compile`
+    :meth:`lower` for the chosen one.  For MSCCL and MSCCL++ the time is the program's dataflow time;
+    without ``--channels`` each schedule is lowered with the fewest channels that fit, then
+    with :data:`CHANNEL_CANDIDATES` channels, stopping at the first program that reaches the
+    fidelity target, and the fastest is kept (separate connections let a relayed chunk
+    overtake the messages queued ahead of it on one connection: hypercube:3 under a 50 Gbit/s
+    host bottleneck reaches the LP's 6 link-times with 8 channels, 7.5 with 1).  oneCCL and
+    MPI path programs run the schedule's own steps, whose stepped time the chunk search
+    computes itself (:meth:`time` is then None).
+    """
 
-        return program_performance(lower(schedule), fabric, schedule_capacities(schedule)).predicted_time
-    return time_of
+    def __init__(self, emit: str, name: str | None, msccl: dict, fabric, fidelity: float | None, physical=None):
+        from .chunk.chunking import FIDELITY_TARGET
+        from .lower import LOWERINGS
+
+        self._lower = LOWERINGS[emit]
+        self.options = {"name": name, **(msccl if emit == "msccl" else {})}
+        self.physical, self.routes = physical, None
+        if physical is not None:  # switches forward, programs connect hosts: priced on the physical links
+            from .topology.switched import host_nodes, switch_routes
+
+            self.routes = switch_routes(physical)
+            if emit == "mscclpp":
+                self.options["nodes"] = tuple(host_nodes(physical).tolist())
+        self.priced = emit in ("msccl", "mscclpp")
+        self.search = emit == "msccl" and "channels" not in msccl
+        self.fabric = fabric
+        self.target = FIDELITY_TARGET if fidelity is None else fidelity
+        self.done: list[tuple] = []  # (schedule, time, program)
+
+    def lower(self, schedule):
+        """The program written for ``schedule``."""
+        return self._best(schedule)[1] if self.priced else self._lower(schedule, **self.options)
+
+    @property
+    def time(self):
+        """``time(schedule)`` for the chunk search, or None when it prices the schedule itself."""
+        return (lambda schedule: self._best(schedule)[0]) if self.priced else None
+
+    def _price(self, schedule, program) -> float:
+        from .verify.performance import program_performance
+        from .verify.topology_check import link_capacities, schedule_capacities
+
+        caps = schedule_capacities(schedule) if self.physical is None else link_capacities(self.physical)
+        d = schedule.demand
+        return program_performance(program, self.fabric or schedule.fabric, caps, routes=self.routes, demand=d,
+                                   layout=None if d is None else schedule.counts()).predicted_time
+
+    def _best(self, schedule):
+        from .chunk.chunking import TIE
+
+        for s, t, prog in self.done:
+            if s is schedule:
+                return t, prog
+        prog = self._lower(schedule, **self.options)
+        best = (self._price(schedule, prog), prog)
+        for k in CHANNEL_CANDIDATES if self.search else ():
+            if ratio(schedule.lp_time, best[0]) >= self.target - TIE:
+                break
+            if k * self.options.get("instances", 1) <= prog.nchannels:
+                continue
+            try:
+                other = self._lower(schedule, **self.options, channels=k)
+            except A2AError:  # more channels than the target allows
+                break
+            t = self._price(schedule, other)
+            if t < best[0] * (1 - 1e-12):
+                best = (t, other)
+        self.done.append((schedule, *best))
+        return best
+
+
+def _check_msccl_size(n_hosts: int) -> None:
+    """Refuse, before solving, a rank count no MSCCL XML can describe."""
+    from .formats.msccl_rules import MAX_CHILDREN
+    from .lower.msccl import SCALES_FURTHER
+
+    if n_hosts > MAX_CHILDREN:
+        raise A2AError(f"{n_hosts} ranks: MSCCL XML holds at most {MAX_CHILDREN} <gpu> elements (the executors' "
+                       f"parser keeps {MAX_CHILDREN} children per node); use {SCALES_FURTHER}")
 
 
 #: Chunking options and the methods they apply to (others refuse them: :mod:`a2a_compiler.options`).
 CHUNKING_OPTIONS = {"paths": ("method", ("pmcf",)), "max_paths": ("method", ("pmcf",)), "steps": ("method", ("tsmcf",))}
 #: MSCCL lowering options: they apply to ``emit="msccl"`` only.
-MSCCL_OPTIONS = {k: ("emit", ("msccl",)) for k in ("channels", "instances", "proto", "min_bytes", "max_bytes", "rcs")}
+MSCCL_OPTIONS = {k: ("emit", ("msccl",)) for k in ("channels", "instances", "proto", "min_bytes", "max_bytes", "rcs",
+                                                   "target")}
+#: Injection rate control: routed schedules (``emit="mpi"``) only.
+INJECTION_OPTIONS = {k: ("emit", ("mpi",)) for k in ("max_flows", "flow_per_chunk")}
 
 #: Keywords of :func:`compile` that solve and chunk (refused for an already chunked schedule).
-SOLVE_OPTIONS = ("method", "fabric", "link_bw", "host_bw", "forwarding", "remove_links", "remove_nodes", "seed",
-                 "max_chunks", "min_fidelity", "steps", "paths", "max_paths", "solver")
+SOLVE_OPTIONS = ("method", "fabric", "link_bw", "host_bw", "forwarding", "nvlink_bw", "remove_links", "remove_nodes",
+                 "seed", "max_chunks", "min_fidelity", "steps", "paths", "max_paths", "solver", "demand")
 
 
 def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=None, link_bw=None, host_bw=None,
-            forwarding: str | None = None, remove_links: int | None = None, remove_nodes: int | None = None,
+            forwarding: str | None = None, nvlink_bw=None, remove_links: int | None = None, remove_nodes: int | None = None,
             seed: int | None = None, max_chunks: int | None = None, min_fidelity: float | None = None,
             steps: int | None = None, paths: str | None = None, max_paths: int | None = None,
             solver: str | None = None, channels: int | None = None, instances: int | None = None,
             proto: str | None = None, min_bytes: int | None = None, max_bytes: int | None = None,
-            rcs: bool | None = None, name: str | None = None, progress=None) -> CompileResult:
+            rcs: bool | None = None, target: str | None = None, max_flows: int | None = None,
+            flow_per_chunk: bool | None = None, name: str | None = None, progress=None,
+            demand=None) -> CompileResult:
     """Compile an all-to-all schedule for ``source`` and lower it to ``emit`` (Basu et al. §3–§4).
 
     ``source`` is a topology spec (``"torus:3x3x3"``), a
@@ -202,12 +282,23 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
     ``mpi`` (path schedule, ``method`` ``mcf-extp`` (default) or ``pmcf`` with
     ``paths`` = ``disjoint`` | ``shortest`` | ``ksp:K``, ``max_paths``).
     Fabric: ``link_bw``, ``host_bw`` (``"25Gbps"`` or bytes/s), ``forwarding``
-    (``host`` | ``nic``), or a :class:`~a2a_compiler.fabric.Fabric`.  Failures:
+    (``host`` | ``nic``), ``nvlink_bw`` (NVLinks of ``nvswitch:`` topologies), or a
+    :class:`~a2a_compiler.fabric.Fabric`.  On a topology with switches a link program connects
+    hosts and the switches forward: tsMCF schedules the hosts-through-switches graph
+    (:func:`~a2a_compiler.topology.switched.switch_graph`), the program is priced and verified on
+    the physical links, and ``mcf_time`` is the physical topology's link MCF optimum.  Failures:
     ``remove_links``, ``remove_nodes``, ``seed``.  Chunking: ``max_chunks``
     (16), ``min_fidelity`` (the smallest ``C`` reaching it; for MSCCL measured
     on the lowered program), tsMCF ``steps``.  MSCCL: ``channels``,
     ``instances`` (1), ``proto`` (Simple), ``min_bytes``, ``max_bytes`` (0 = no
-    limit), ``rcs`` (False).  ``name`` goes into the file.  Each keyword is the ``a2a compile``
+    limit), ``rcs`` (False), ``target`` (``nccl`` | ``rccl``: the executor whose limits the
+    program meets; the chunk search keeps only chunk counts whose program fits).  MPI paths
+    (:mod:`a2a_compiler.chunk.injection`): ``flow_per_chunk`` (every chunk its own route),
+    ``max_flows`` (time steps with at most that many routes per host and direction).  ``name``
+    goes into the file.  ``demand`` (a :class:`~a2a_compiler.demand.Demand`, an array or a CSV /
+    ``.npy`` path) compiles the all-to-allv of that matrix (MSCCL: balanced matrices only, in the
+    fixed-size-buffer layout of docs/formats.md); the plain all-to-all is then compiled alike and
+    its program priced under the demand (``uniform_reused_time``).  Each keyword is the ``a2a compile``
     option of the same name (``max_chunks`` is ``--max-chunks``), with the same
     defaults; errors name the option that way.
 
@@ -215,6 +306,7 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
     ``a2a verify``.  Bad input raises :class:`~a2a_compiler.errors.A2AError`.
     """
     from .chunk import SCHEDULE_METHODS, build_schedule
+    from .fabric import apply_link_classes
     from .chunk.ir import LinkSchedule, PathSchedule
     from .formats import program_to_xml
     from .lower.placement import check_store_and_forward
@@ -226,9 +318,10 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
         raise A2AError(f"--emit must be one of {', '.join(EMITS)}, got {emit!r}")
     kind = EMITS[emit][0]
     msccl = {k: v for k, v in (("channels", channels), ("instances", instances), ("proto", proto),
-                               ("min_bytes", min_bytes), ("max_bytes", max_bytes), ("rcs", rcs)) if v is not None}
-    refuse_inapplicable({"emit": emit, **msccl}, MSCCL_OPTIONS)
-    lower = _lowering(emit, name, msccl)
+                               ("min_bytes", min_bytes), ("max_bytes", max_bytes), ("rcs", rcs),
+                               ("target", target)) if v is not None}
+    injection = {k: v for k, v in (("max_flows", max_flows), ("flow_per_chunk", flow_per_chunk)) if v}
+    refuse_inapplicable({"emit": emit, **msccl, **injection}, {**MSCCL_OPTIONS, **INJECTION_OPTIONS})
     t0 = time.perf_counter()
     if isinstance(source, (LinkSchedule, PathSchedule)):
         if given:
@@ -237,8 +330,9 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
         got = "link" if isinstance(source, LinkSchedule) else "path"
         if got != kind:
             raise A2AError(f"--emit {emit} needs a {kind} schedule, but this one is a {got} schedule (method "
-                           f"{source.method}); use --emit {'mpi' if got == 'path' else 'msccl or oneccl'}")
+                           f"{source.method}); use --emit {'mpi' if got == 'path' else 'msccl, mscclpp or oneccl'}")
         schedule = source
+        programs = _Programs(emit, name, msccl, None, None)
     else:
         method = method or DEFAULT_METHOD[kind]
         if method not in SCHEDULE_METHODS:
@@ -248,22 +342,65 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
                 f"--emit {emit} needs a {kind} schedule: use --method "
                 f"{'tsmcf' if kind == 'link' else 'mcf-extp or pmcf'} ({method} gives "
                 + ("routes: emit them with --emit mpi)" if kind == "link" else
-                   "a time-stepped link schedule: emit it with --emit msccl or oneccl)"))
+                   "a time-stepped link schedule: emit it with --emit msccl, mscclpp or oneccl)"))
         refuse_inapplicable({"method": method, "paths": paths, "max_paths": max_paths, "steps": steps},
                             CHUNKING_OPTIONS)
-        fab = _fabric(fabric, link_bw, host_bw, forwarding)
+        fab = _fabric(fabric, link_bw, host_bw, forwarding, nvlink_bw)
         if kind == "link":
             check_store_and_forward(fab)
         solve_options = {k: v for k, v in (("paths", paths), ("max_paths", max_paths), ("solver", solver)) if v}
-        topology = _topology(source, remove_links or 0, remove_nodes or 0, seed or 0)
+        topology = apply_link_classes(_topology(source, remove_links or 0, remove_nodes or 0, seed or 0), fab)
+        from .demand import as_demand
+
+        demand = as_demand(demand, topology.n_hosts)
+        if demand is not None and emit == "msccl":
+            demand.require_balanced()
+            if (instances or 1) != 1 or rcs:
+                raise A2AError("--instances and --rcs apply to the plain all-to-all; an all-to-allv file takes "
+                               "--channels")
+        if emit == "msccl":
+            _check_msccl_size(topology.n_hosts)
+        physical = topology if kind == "link" and topology.n_switches else None
+        if physical is not None:  # link programs connect hosts; the switches forward (topology.switched)
+            from .topology.switched import switch_graph
+
+            topology = switch_graph(physical)[0]
+        programs = _Programs(emit, name, msccl, fab, min_fidelity, physical)
         schedule = build_schedule(topology, fab, method, max_chunks=16 if max_chunks is None else max_chunks,
                                   min_fidelity=min_fidelity, steps=steps, solve_options=solve_options,
-                                  program_time=_program_time(emit, lower, fab), progress=progress)
+                                  program_time=programs.time, progress=progress, demand=demand)
+        if physical is not None:
+            from dataclasses import replace
+
+            from .solve import solve
+
+            schedule = replace(schedule, info={**schedule.info, "switched": physical.spec,
+                                               "mcf_time": solve(physical, fab, "mcf-decomp", demand=demand).lp_time})
+    if injection:
+        from .chunk.injection import injection_control
+
+        schedule = injection_control(schedule, max_flows, bool(flow_per_chunk))
     t1 = time.perf_counter()
-    program = lower(schedule)
+    program = programs.lower(schedule)
     data = program_to_xml(program)
-    report = verify_bytes(data, f"<{emit}>", schedule_topology(schedule), schedule.fabric, lp=False)
+    report = verify_bytes(data, f"<{emit}>", programs.physical or schedule_topology(schedule), schedule.fabric,
+                          lp=False, demand=schedule.demand, **({"target": msccl["target"]} if "target" in msccl else {}))
     if not report.valid:  # a compiler bug, never a user error: keep the evidence
         raise RuntimeError("lowered program failed verification:\n" + "\n".join(report.messages()[:20]))
-    return CompileResult(emit, program, data, schedule, report,
-                         {"schedule": t1 - t0, "lower_and_verify": time.perf_counter() - t1})
+    timings = {"schedule": t1 - t0, "lower_and_verify": time.perf_counter() - t1}
+    uniform = reused = None
+    if schedule.demand is not None and not isinstance(source, (LinkSchedule, PathSchedule)):
+        from .verify.performance import program_performance
+        from .verify.topology_check import link_capacities, schedule_capacities
+
+        uniform = compile(programs.physical or topology, emit, method, fabric=fab, max_chunks=max_chunks,
+                          steps=steps, paths=paths, max_paths=max_paths, solver=solver, channels=channels,
+                          instances=instances, proto=proto, min_bytes=min_bytes, max_bytes=max_bytes, rcs=rcs,
+                          target=target, max_flows=max_flows, flow_per_chunk=flow_per_chunk, name=name,
+                          progress=progress)
+        caps = (schedule_capacities(uniform.schedule) if programs.physical is None
+                else link_capacities(programs.physical))
+        reused = program_performance(uniform.program, fab, caps, routes=programs.routes,
+                                     demand=schedule.demand).predicted_time
+        timings["uniform"] = sum(uniform.timings.values())
+    return CompileResult(emit, program, data, schedule, report, timings, uniform, reused)

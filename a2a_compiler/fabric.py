@@ -15,6 +15,7 @@ flow solver handles the bottleneck without special cases.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from dataclasses import dataclass
@@ -81,14 +82,19 @@ class Fabric:
     link_bw: float | None = None
     host_bw: float | None = None
     forwarding: str = "host"
+    nvlink_bw: float | None = None   # links of class "nvlink" (GPU to NVSwitch); the others have link_bw
 
     def __post_init__(self):
         if self.forwarding not in FORWARDING_MODES:
             raise A2AError(f"--forwarding must be one of {', '.join(FORWARDING_MODES)}, got {self.forwarding!r}")
-        for name in ("link_bw", "host_bw"):
+        for name in ("link_bw", "host_bw", "nvlink_bw"):
             v = getattr(self, name)
             if v is not None:
                 check_bandwidth(v, f"--{name.replace('_', '-')}")
+        if self.nvlink_bw is not None and self.link_bw is None:
+            raise A2AError("--nvlink-bw needs --link-bw: NVLink capacities are relative to the link (NIC) bandwidth")
+        if self.nvlink_bw is not None and not 1 / MAX_BANDWIDTH_RATIO <= self.nvlink_bw / self.link_bw <= MAX_BANDWIDTH_RATIO:
+            raise A2AError(f"--nvlink-bw / --link-bw = {self.nvlink_bw / self.link_bw:.3g} is outside 1e-6 .. 1e6")
         if self.host_bw is not None and self.link_bw is None:
             raise A2AError("--host-bw needs --link-bw: the host-NIC bottleneck is relative to the link bandwidth")
         if self.host_bw is not None and not 1 / MAX_BANDWIDTH_RATIO <= self.host_bw / self.link_bw <= MAX_BANDWIDTH_RATIO:
@@ -101,8 +107,10 @@ class Fabric:
         return math.inf if self.host_bw is None else self.host_bw / self.link_bw
 
     def to_json_dict(self) -> dict:
-        """``{link_bw_Bps, host_bw_Bps, forwarding}`` (bytes/s or ``None``; docs/json.md)."""
-        return {"link_bw_Bps": self.link_bw, "host_bw_Bps": self.host_bw, "forwarding": self.forwarding}
+        """``{link_bw_Bps, host_bw_Bps, forwarding[, nvlink_bw_Bps]}`` (bytes/s or ``None``; docs/json.md);
+        ``nvlink_bw_Bps`` only when given."""
+        extra = {} if self.nvlink_bw is None else {"nvlink_bw_Bps": self.nvlink_bw}
+        return {"link_bw_Bps": self.link_bw, "host_bw_Bps": self.host_bw, "forwarding": self.forwarding, **extra}
 
     @classmethod
     def from_json_dict(cls, d: dict) -> "Fabric":
@@ -110,13 +118,38 @@ class Fabric:
         spell the same bytes/s ``link_bw`` and ``host_bw``."""
         def bw(key):
             return d.get(f"{key}_Bps", d.get(key))
-        return cls(bw("link_bw"), bw("host_bw"), d.get("forwarding", "host"))
+        return cls(bw("link_bw"), bw("host_bw"), d.get("forwarding", "host"), bw("nvlink_bw"))
 
     def describe(self) -> str:
         """One line for humans, e.g. ``link 25 Gbit/s, host 100 Gbit/s, host forwarding``."""
         def fmt(v):
             return "unlimited" if v is None else f"{v * 8 / 1e9:g} Gbit/s"
-        return f"link {fmt(self.link_bw)}, host {fmt(self.host_bw)}, {self.forwarding} forwarding"
+        nv = "" if self.nvlink_bw is None else f", NVLink {fmt(self.nvlink_bw)}"
+        return f"link {fmt(self.link_bw)}, host {fmt(self.host_bw)}{nv}, {self.forwarding} forwarding"
+
+
+#: Link class -> the :class:`Fabric` field giving its bandwidth.
+CLASS_BANDWIDTHS = {"nvlink": "nvlink_bw"}
+
+
+def apply_link_classes(topology: Topology, fabric: Fabric) -> Topology:
+    """``topology`` with each classed link's capacity set to its class bandwidth / the link bandwidth
+    (per-link-class capacities, e.g. NVLinks of ``nvswitch:...`` under ``--nvlink-bw``).  Unchanged when
+    the topology has no classed links or the fabric no class bandwidth."""
+    if not topology.classes:
+        return topology
+    cap = np.array(topology.capacity, dtype=float)
+    changed = False
+    for kind, name in CLASS_BANDWIDTHS.items():
+        bw = getattr(fabric, name)
+        mask = np.array([c == kind for c in topology.classes], dtype=bool)
+        if bw is not None and mask.any():
+            cap[mask] = bw / fabric.link_bw
+            changed = True
+    if not changed:
+        return topology
+    cap.setflags(write=False)
+    return dataclasses.replace(topology, capacity=cap)
 
 
 @dataclass(frozen=True, eq=False)

@@ -184,6 +184,15 @@ def read_bytes(path: str | os.PathLike, limit: int = MAX_INPUT_BYTES) -> bytes:
     return data
 
 
+def read_text(path: str | os.PathLike, limit: int = MAX_INPUT_BYTES) -> str:
+    """:func:`read_bytes` then UTF-8 decoding; non-UTF-8 input raises :class:`FormatError` naming the byte."""
+    data = read_bytes(path, limit)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FormatError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+
+
 def parse_json(data: bytes | str, source: str = "<json>"):
     """Decode JSON text; malformed, non-UTF-8 or absurdly nested input raises :class:`FormatError`."""
     try:

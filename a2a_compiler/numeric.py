@@ -47,16 +47,27 @@ def dot(a, b) -> float:
     return math.fsum(np.multiply(a, b, dtype=float).ravel().tolist())
 
 
+def splitmix64(keys) -> np.ndarray:
+    """The splitmix64 hash of integer ``keys`` (uint64 arithmetic, the same bits on every machine)."""
+    with np.errstate(over="ignore"):
+        z = np.asarray(keys, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z ^= z >> np.uint64(31)
+    return z
+
+
+def unit_uniforms(keys) -> np.ndarray:
+    """Floats in ``[0, 1)``, multiples of ``2**-53``, from :func:`splitmix64` of ``keys``: a seeded
+    random stream that is exact and the same everywhere (no library generator whose stream may change)."""
+    return np.ldexp((splitmix64(keys) >> np.uint64(11)).astype(float), -53)
+
+
 def generic_costs(n: int) -> np.ndarray:
     """``n`` costs in ``[1, 2)`` with no exact linear relations in practice: the splitmix64 hash of the
     column index.  (A multiplicative hash ``j·K mod 2**32`` is linear in ``j``: shifted paths then tie
     exactly, measured on the §5.2 torus, and the minimiser is no longer unique.)"""
-    with np.errstate(over="ignore"):
-        z = np.arange(1, n + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        z ^= z >> np.uint64(31)
-    return 1.0 + np.ldexp((z >> np.uint64(11)).astype(float), -53)
+    return 1.0 + unit_uniforms(np.arange(1, n + 1, dtype=np.uint64))
 
 
 def better(key: tuple[float, ...], best: tuple[float, ...] | None) -> bool:

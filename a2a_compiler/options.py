@@ -1,11 +1,14 @@
 """Options that apply only to some values of another option: one rule table per command, one check.
 
 A rule ``{"steps": ("method", ("tsmcf",))}`` says ``--steps`` applies to
-``--method tsmcf`` only.  :func:`refuse_inapplicable` refuses, in one line naming
-every offending flag, the options that were given (not ``None``) where they do
-not apply: ``a2a solve --method mcf --paths ksp:2 --steps 7`` is an error, not
-a silently ignored request.  The command line (:func:`a2a_compiler.commands.common.applies_only`)
-and the library (:func:`a2a_compiler.compile`) use the same check.
+``--method tsmcf`` only; :data:`GIVEN` in place of the values says an option applies
+only when the other is given (``--schedules`` needs ``--jobs``), and :data:`ABSENT` only
+when it is not (``--method`` does not apply with ``--jobs``).  :func:`refuse_inapplicable`
+refuses, in one line naming every offending flag, the options that were given (not
+``None``) where they do not apply: ``a2a solve --method mcf --paths ksp:2 --steps 7`` is an
+error, not a silently ignored request.  The command line
+(:func:`a2a_compiler.commands.common.applies_only`) and the library (:func:`a2a_compiler.compile`)
+use the same check.
 """
 
 from __future__ import annotations
@@ -14,6 +17,9 @@ from .errors import A2AError
 
 #: dest -> (governing dest, the values of the governing option it applies to)
 Rules = dict[str, tuple[str, tuple[str, ...]]]
+#: "applies whenever the governing option is given" / "... is not given".
+GIVEN = ("<given>",)
+ABSENT = (None,)
 
 
 def flag(dest: str) -> str:
@@ -21,19 +27,38 @@ def flag(dest: str) -> str:
     return "--" + dest.replace("_", "-")
 
 
-def refuse_inapplicable(values: dict, rules: Rules, flags: dict[str, str] | None = None) -> None:
+def _applies(value, allowed) -> bool:
+    return value is not None if allowed == GIVEN else value in allowed
+
+
+def _why(gov: str, allowed) -> str:
+    return f"only with {gov}" if allowed == GIVEN else f"not with {gov}" if allowed == ABSENT else \
+        f"only to {gov} {' / '.join(allowed)}"
+
+
+def refuse_inapplicable(values: dict, rules: Rules, flags: dict[str, str] | None = None,
+                        defaults: dict | None = None) -> None:
     """Raise :class:`A2AError` if an option of ``rules`` has a value (not ``None``) in ``values`` while its
-    governing option's value is not one it applies to.  ``flags`` names options whose flag is not
-    :func:`flag` of their dest."""
+    governing option's value (``defaults``' when not given) is not one it applies to.  ``flags`` names
+    options whose flag is not :func:`flag` of their dest."""
     name = {**{d: flag(d) for d in values}, **(flags or {})}
+    defaults = defaults or {}
+
+    def gov_value(gov):
+        v = values.get(gov)
+        return defaults.get(gov) if v is None else v
+
     bad = [(dest, gov, allowed) for dest, (gov, allowed) in rules.items()
-           if values.get(dest) is not None and values.get(gov) not in allowed]
+           if values.get(dest) is not None and not _applies(gov_value(gov), allowed)]
     if not bad:
         return
-    govs = dict.fromkeys(f"{name[gov]} {values.get(gov)}" for _, gov, _ in bad)
     which = ", ".join(name[d] for d, _, _ in bad)
     if len(bad) == 1:
         (_, gov, allowed), = bad
-        raise A2AError(f"{which} does not apply to {' and '.join(govs)} (only to {name[gov]} {' / '.join(allowed)})")
-    why = "; ".join(f"{name[d]}: {name[gov]} {' / '.join(allowed)}" for d, gov, allowed in bad)
+        if allowed in (GIVEN, ABSENT):
+            raise A2AError(f"{which} applies {_why(name[gov], allowed)}")
+        raise A2AError(f"{which} does not apply to {name[gov]} {gov_value(gov)} ({_why(name[gov], allowed)})")
+    govs = dict.fromkeys(name[gov] if allowed in (GIVEN, ABSENT) else f"{name[gov]} {gov_value(gov)}"
+                         for _, gov, allowed in bad)
+    why = "; ".join(f"{name[d]}: {_why(name[gov], allowed)}" for d, gov, allowed in bad)
     raise A2AError(f"{which} do not apply to {' and '.join(govs)} ({why})")

@@ -42,7 +42,10 @@ def _error(capsys, argv, code=2) -> str:
     (["topo", "hypercube:20"], "a2a topo: error: hypercube:20: parameter d must be in 1..16 (2^d <= 100000 hosts)"),
     (["solve", "torus:100x100"],
      "a2a solve: error: torus:100x100: the mcf-decomp LP would have about 1.2e+09 nonzeros (10000 commodity group(s) "
-     "x 40000 links), over the limit of 2e+08 (a2a_compiler.solve.MAX_LP_NONZEROS)"),
+     "x 40000 links) and need about 335 GiB, over the 16 GiB limit (a2a_compiler.solve.MAX_LP_BYTES)"),
+    (["solve", "jellyfish:3000,4,seed=1"],
+     "a2a solve: error: jellyfish:3000,4,seed=1: the mcf-decomp LP would have about 1.1e+08 nonzeros (3000 commodity "
+     "group(s) x 12000 links) and need about 30 GiB, over the 16 GiB limit (a2a_compiler.solve.MAX_LP_BYTES)"),
     (["solve", "ring:4", "--link-bw", "-25Gbps"], "a2a solve: error: --link-bw: bandwidth must be positive, got '-25Gbps'"),
     (["solve", "ring:4", "--link-bw", "0Gbps"], "a2a solve: error: --link-bw: bandwidth must be positive, got '0Gbps'"),
     (["solve", "ring:4", "--link-bw", "1e-12Gbps"],

@@ -191,4 +191,5 @@ def test_cli_layered_routes_verify_deadlock_free(tmp_path, capsys):
     assert main(["verify", str(out), "--deadlock-free", "--topology", "slimfly:4,p=0"]) == 0
     capsys.readouterr()
     assert main(["routes", "slimfly:4,p=0", "--algo", "sf-min", "--layers", "2"]) == 2
-    assert "--layers does not apply to --algo sf-min (only to --algo fatpaths / sf-layers)" in capsys.readouterr().err
+    assert "--layers does not apply to --algo sf-min (only to --algo fatpaths / sf-layers / mcf-df)" in \
+        capsys.readouterr().err

@@ -206,6 +206,32 @@ def test_msccl_tools_output_runs_byte_exact(name):
     assert [(r["size_bytes"], r["verified"], r["error"]) for r in out["results"]] == [(1, True, None), (99, True, None)]
 
 
+@pytest.mark.parametrize("name, chunks", [("alltoall-8n-7mb-43mb", 8)])
+def test_rccl_shipped_files_run_byte_exact(name, chunks):
+    """RCCL's own all-to-all files (tests/data/rccl/README.md): 999 bytes pad the C = 8 chunks."""
+    out = run_json(8, DATA / "rccl" / f"{name}.xml", "-b", "1", "-e", "999", "-f", "999", "--check", "all")
+    assert (out["format"], out["nranks"], out["chunks_per_shard"]) == ("msccl", 8, chunks)
+    assert [(r["bytes"], r["verified"], r["error"]) for r in out["results"]] == [(1, True, None), (999, True, None)]
+
+
+@pytest.mark.parametrize("name", ["alltoall-4", "alltoall_pipeline-4"])
+def test_mscclpp_dsl_plans_run_byte_exact(name):
+    """The MSCCL++ DSL's own plans (tests/data/mscclpp/README.md): in place, and with device semaphores."""
+    out = run_json(4, DATA / "mscclpp" / f"{name}.json", "-b", "1", "-e", "999", "-f", "999", "--check", "all")
+    assert out["format"] == "mscclpp"
+    assert [(r["bytes"], r["verified"], r["error"]) for r in out["results"]] == [(1, True, None), (999, True, None)]
+
+
+@pytest.mark.parametrize("spec, ranks", [("hypercube:3", 8)])  # torus:3x3x3 (27 ranks, 18 s): docs/results.md
+def test_compiled_mscclpp_plans_run_byte_exact(tmp_path, spec, ranks):
+    import a2a_compiler
+
+    path = a2a_compiler.compile(spec, "mscclpp", max_chunks=3).write(tmp_path / "plan.json")
+    out = run_json(ranks, path, "-b", "1", "-e", "999", "-f", "999", "--check", "all", "-n", "1")
+    assert (out["format"], out["nranks"]) == ("mscclpp", ranks)
+    assert [(r["bytes"], r["verified"], r["error"]) for r in out["results"]] == [(1, True, None), (999, True, None)]
+
+
 def test_ctrl_c_during_a_run_is_one_line():
     """SIGINT to the whole job (what a terminal's Ctrl-C does) mid-sweep: rank 0 prints one line, every
     rank ends at once (the launcher reports 130, or 9 when it kills a rank that was still exiting)."""
@@ -226,7 +252,7 @@ def test_ctrl_c_during_a_run_is_one_line():
 def test_rcs_program_is_byte_exact(tmp_path):
     import a2a_compiler
 
-    path = a2a_compiler.compile("genkautz:8,2", "msccl", rcs=True).write(tmp_path / "gk8-rcs.xml")
+    path = a2a_compiler.compile("genkautz:8,2", "msccl", rcs=True, channels=1).write(tmp_path / "gk8-rcs.xml")
     assert path.read_bytes().count(b'type="rcs"') == 3
     out = run_json(8, path, "-b", "98", "-e", "98", "--check", "all")   # C = 2 divides 98 bytes
     assert [(r["size_bytes"], r["verified"], r["padded"]) for r in out["results"]] == [(98, True, False)]

@@ -291,3 +291,30 @@ def test_timeout_kills_the_job_and_tears_down(ring_schedules):
     assert _leftovers(name) == []
     assert (p.returncode, p.stdout) == (2, "")
     assert p.stderr.splitlines() == ["a2a testbed: error: the MPI job did not finish within 8 s and was killed"]
+
+
+def test_two_jobs_at_once_each_on_its_communicator(tmp_path):
+    """Two jobs on the 4-cycle 0-1-3-2 (hypercube:2), {0, 3} and {1, 2}: each pair is 2 hops apart, so the
+    joint solve splits every shard over both ways round (1/2 link-time each way); run together, each job
+    on its own communicator, both are byte-exact and the links carry both jobs' routes."""
+    jobs = tmp_path / "jobs.json"
+    jobs.write_text(json.dumps({"format": "a2a-jobs", "version": 1,
+                                "jobs": [{"name": "A", "hosts": [0, 3]}, {"name": "B", "hosts": [1, 2]}]}))
+    p = a2a("solve", "hypercube:2", "--forwarding", "nic", "--jobs", str(jobs), "--schedules", str(tmp_path),
+            "--json", "-q")
+    assert p.returncode == 0, p.stderr
+    assert [j["joint_time"] for j in json.loads(p.stdout)["jobs"]] == pytest.approx([1.0, 1.0])
+    name = _name("jobs")
+    p = a2a("testbed", "bench", "hypercube:2", "--forwarding", "nic", "--name", name, "--sizes", "64K",
+            "--iters", "2", "--jobs", str(jobs), "--schedule", f"{tmp_path / 'A.xml'},{tmp_path / 'B.xml'}",
+            "--json", "-q")
+    assert _leftovers(name) == []
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert [(r["label"], r["job"]) for r in out["results"]] == [("A+B", "A"), ("A+B", "B")]
+    for r in out["results"]:
+        assert r["verified"] and r["routes_followed"] and r["error"] is None, r
+        assert r["algbw_Bps"] == pytest.approx(65536 / r["time_s"])
+    # each job: 2 shards of 64 KiB, each half one way round and half the other (2 chunks of 32 KiB):
+    # every directed link carries one chunk of each job per call, 2 timed calls
+    assert set(out["results"][0]["predicted_link_bytes"].values()) == {2 * 32768 * 2}

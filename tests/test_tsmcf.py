@@ -111,3 +111,14 @@ def test_rejects_switches_and_too_few_steps():
         tsmcf(star, Fabric())
     with pytest.raises(A2AError, match="needs at least diameter = 3 steps"):
         tsmcf(from_spec("hypercube:3"), Fabric(), steps=2)
+
+
+def test_static_mcf_bound_stops_the_step_search():
+    """Summed over steps a schedule is a static flow, so the LP's link duals summed over steps certify
+    1/F_MCF as a bound for every l_max: once the diameter-step optimum meets it, no more steps are tried."""
+    g = from_spec("jellyfish:24,3,seed=2")
+    sol = solve(g, Fabric(), "tsmcf")
+    assert [L for L, _ in sol.info["objective_by_steps"]] == [6]       # diameter 6; 7 steps not solved
+    mcf = solve(g, Fabric(), "mcf-decomp")
+    assert sol.a2a_time == pytest.approx(mcf.a2a_time, rel=1e-7)       # 36 link-times, the MCF optimum
+    assert mcf.a2a_time == pytest.approx(36, rel=1e-7)

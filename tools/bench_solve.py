@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Solver at scale: our mcf-decomp against the plain master LP in HiGHS, on GenKautz d=4 (Basu et al. §5.3).
+"""Solver at scale: our mcf-decomp against the plain master LP in HiGHS, on GenKautz d=4 (Basu et al. §5.3)
+or, without symmetry, on Jellyfish or punctured fabrics (``--family``, ``--remove-links``).
 
 For every N, in one run:
 
@@ -19,6 +20,8 @@ A plain LP that hits the timeout gives a bound on the ratio (``<``).
 
     python tools/bench_solve.py                              # N = 64 128 256 512 1000
     python tools/bench_solve.py --sizes 256 --json
+    python tools/bench_solve.py --sizes 128,256 --family jellyfish        # no symmetry (issue #22)
+    python tools/bench_solve.py --sizes 256 --remove-links 2              # GK(256,4) minus 2 cables
     flock /tmp/a2a-bench.lock python tools/bench_solve.py --sizes 1000 --plain-max 512
 
 Progress of every run goes to stderr (``--quiet`` silences it); Ctrl-C stops
@@ -38,6 +41,8 @@ import time
 #: Kinds of run a child process performs: the plain master LP, a solve method
 #: (``options["method"]``, default mcf-decomp), a routing engine (``options["engine"]``).
 KINDS = ("plain", "ours", "route")
+#: ``--family`` -> spec of N hosts of degree d.
+FAMILIES = {"genkautz": "genkautz:{n},{d}", "jellyfish": "jellyfish:{n},{d},seed=1"}
 
 
 def child(kind: str, spec: str, options: dict, quiet: bool) -> dict:
@@ -50,6 +55,11 @@ def child(kind: str, spec: str, options: dict, quiet: bool) -> dict:
 
     progress = None if quiet else Progress(interval=5.0)
     topo = from_spec(spec)
+    failed = options.pop("remove_links", 0)
+    if failed:
+        from a2a_compiler.topology.puncture import puncture
+
+        topo = puncture(topo, remove_links=failed, seed=options.pop("seed", 0))
     wall, cpu = time.perf_counter(), time.process_time()
     if kind == "plain":
         from a2a_compiler.solve.lp import solve_lp
@@ -151,7 +161,12 @@ def print_row(r: dict) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="64,128,256,512,1000", help="comma-separated N (default 64,...,1000)")
-    ap.add_argument("--degree", type=int, default=4, help="GenKautz degree d (default 4)")
+    ap.add_argument("--family", choices=FAMILIES, default="genkautz",
+                    help="topology family: genkautz:N,d (default) or jellyfish:N,d,seed=1 (no symmetry)")
+    ap.add_argument("--degree", type=int, default=4, help="degree d (default 4)")
+    ap.add_argument("--remove-links", type=int, default=0, metavar="K",
+                    help="remove K random cables (seed --seed) from every fabric: no symmetry left")
+    ap.add_argument("--seed", type=int, default=1, help="puncturing seed (default 1)")
     ap.add_argument("--plain-max", type=int, default=1000, metavar="N",
                     help="run the plain LP only up to this N (default 1000: all)")
     ap.add_argument("--plain-solver", default="ipm-crossover",
@@ -173,19 +188,22 @@ def main(argv=None) -> int:
     except ValueError:
         ap.error(f"--sizes must be comma-separated integers, got {args.sizes!r}")
     if not args.json:
-        print(f"GenKautz d={args.degree}: ours = mcf-decomp (certified), plain = master LP in HiGHS "
+        print(f"{FAMILIES[args.family].format(n='N', d=args.degree)}"
+              f"{f' minus {args.remove_links} cables (seed {args.seed})' if args.remove_links else ''}: "
+              f"ours = mcf-decomp (certified), plain = master LP in HiGHS "
               f"({args.plain_solver}); times in seconds, memory = peak RSS in GB, load = 1-min load average")
         print(f"{'N':>5s} {'plain wall':>9s} {'plain cpu':>9s} {'GB':>6s} {'our wall':>8s} {'our cpu':>8s} "
               f"{'GB':>6s} {'r wall':>7s} {'r cpu':>7s} {'F (ours)':>11s} {'|dF|/F':>8s} {'gap':>8s} "
               f"{'|sym|':>5s} {'load':>5s}", flush=True)
     try:
+        failed = {"remove_links": args.remove_links, "seed": args.seed} if args.remove_links else {}
         for n in sizes:
-            spec = f"genkautz:{n},{args.degree}"
-            ours = measure("ours", spec, timeout=args.timeout, quiet=args.quiet)
+            spec = FAMILIES[args.family].format(n=n, d=args.degree)
+            ours = measure("ours", spec, options=failed, timeout=args.timeout, quiet=args.quiet)
             if "timeout" in ours:
                 print(f"{n:5d} ours: no result within {args.timeout:.0f} s", file=sys.stderr, flush=True)
                 continue
-            plain = (measure("plain", spec, options={"solver": args.plain_solver}, timeout=args.timeout,
+            plain = (measure("plain", spec, options={"solver": args.plain_solver, **failed}, timeout=args.timeout,
                              quiet=args.quiet) if n <= args.plain_max else None)
             r = row(n, plain, ours)
             if args.json:

@@ -36,6 +36,7 @@ def build_schedule(
     solve_options: dict | None = None,
     program_time=None,
     progress=None,
+    demand=None,
 ) -> Schedule:
     """Solve ``topology`` under ``fabric`` with ``method`` and chunk the flows (Basu et al. §3, §4).
 
@@ -50,7 +51,9 @@ def build_schedule(
     The schedule's ``lp_time`` is the certified bound of the method's own LP
     (:attr:`~a2a_compiler.solve.FlowSolution.lp_time`) and ``info["mcf_time"]``
     the certified link-MCF optimum of the same fabric (§3.1.1), the best any
-    method can do, so both ratios are <= 1 by construction.
+    method can do, so both ratios are <= 1 by construction.  ``demand`` (a
+    :class:`~a2a_compiler.demand.Demand`) makes it an all-to-allv: both optima are
+    ``1/F(D)`` and the chunks carry the volumes (:mod:`.chunking`).
     """
     if method not in SCHEDULE_METHODS:
         raise A2AError(f"unknown schedule method {method!r}; choose one of {', '.join(SCHEDULE_METHODS)}")
@@ -61,11 +64,12 @@ def build_schedule(
     options = dict(solve_options or {})
     if method == "tsmcf" and steps is not None:
         options["steps"] = steps
-    solution = solve(topology, fabric, method, progress=progress, **options)
+    solution = solve(topology, fabric, method, progress=progress, demand=demand, **options)
     chunk = chunk_link_schedule if SCHEDULE_METHODS[method] == "link" else chunk_path_schedule
     schedule = chunk(topology, solution, max_chunks=max_chunks, min_fidelity=min_fidelity,
                      program_time=program_time, progress=progress)
-    mcf_time = solution.lp_time if method == "mcf-extp" else solve(topology, fabric, "mcf-decomp").lp_time
+    mcf_time = (solution.lp_time if method == "mcf-extp" else
+                solve(topology, fabric, "mcf-decomp", demand=solution.demand).lp_time)
     return replace(schedule, info={**schedule.info, "mcf_time": mcf_time})
 
 

@@ -14,6 +14,13 @@ chunks), followed by :func:`rebalance`, a local search that moves single chunks
 between the candidate paths of a shard to lower the predicted time
 (:func:`a2a_compiler.chunk.ir.predicted_time`).  :func:`choose_chunks` tries a
 few ``C`` and keeps the smallest one reaching the fidelity target.
+
+With a demand matrix (:mod:`a2a_compiler.demand`) a path schedule keeps ``C``
+chunks per pair, each weighing its pair's volume ``/C``; a link schedule gets
+whole chunks of one size, ``T[s, d] ≈ C·D[s, d]`` of them per pair
+(:meth:`~a2a_compiler.demand.Demand.chunk_counts`; rows and columns summing to
+``N·C`` when the matrix is balanced, as MSCCL's buffers need), each weighing
+``u = max D/T`` (:func:`~a2a_compiler.chunk.ir.link_chunk_volume`).
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from ..numeric import TIE, better, dot, snap
 from ..solve.result import FlowSolution
 from ..topology.model import Topology
 from .cost import CostModel, ratio
-from .ir import LinkSchedule, PathSchedule, Route, Transfer
+from .ir import LinkSchedule, PathSchedule, Route, Transfer, link_chunk_volume
 
 #: ``C`` values tried (those <= max_chunks, plus max_chunks itself).
 CHUNK_CANDIDATES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
@@ -91,24 +98,29 @@ class _Assignment:
     """Chunk counts per candidate path of every shard, with the resulting loads.
 
     A path uses each resource at most once (one hop per step; hops of a simple
-    route are distinct links and distinct host directions).
+    route are distinct links and distinct host directions).  A chunk of shard ``k``
+    weighs ``weight[k] / C`` (``weight`` default 1: ``C`` is the divisor of
+    :func:`~a2a_compiler.chunk.ir.chunk_weights`).
     """
 
     res: _Resources
     C: int
     paths: list[list[np.ndarray]]     # per shard: resource ids of each candidate path
     counts: list[np.ndarray]          # per shard: chunks on each candidate path
+    weight: list[float] | None = None  # per shard: weight of one of its chunks (default 1)
 
     def __post_init__(self):
         G, W = self.res.n_groups, self.res.width
         self.inc = 1.0 / (self.C * self.res.cap)
+        if self.weight is None:
+            self.weight = [1.0] * len(self.paths)
         self.load = np.zeros(G * W)
         self.load2d = self.load.reshape(G, W)      # a view: per-group rows
         self.groups = []                           # per shard, per path: its resources' groups
         self.masks = []                            # per shard, per path: boolean mask of its groups
-        for paths, n in zip(self.paths, self.counts):
+        for paths, n, w in zip(self.paths, self.counts, self.weight):
             for p, k in zip(paths, n):
-                self.load[p] += k * self.inc[p]
+                self.load[p] += k * w * self.inc[p]
                 if len(np.unique(p)) != len(p):
                     raise A2AError("a candidate path crosses the same link or host link twice; routes must be simple")
             self.groups.append([p // W for p in paths])
@@ -131,7 +143,8 @@ class _Assignment:
     def try_move(self, k: int, p: int, q: int) -> tuple[float, float]:
         """(Δ predicted time, Δ Σ load²) of moving one chunk of shard ``k`` from path p to q."""
         rp, rq = self.paths[k][p], self.paths[k][q]
-        ip, iq = self.inc[rp], self.inc[rq]
+        w = self.weight[k]
+        ip, iq = w * self.inc[rp], w * self.inc[rq]
         lp, lq = self.load[rp], self.load[rq]
         d2 = dot(ip, ip - 2 * lp) + dot(iq, iq + 2 * lq)
         mask = self.masks[k][p] | self.masks[k][q]
@@ -144,8 +157,9 @@ class _Assignment:
 
     def move(self, k: int, p: int, q: int) -> None:
         rp, rq = self.paths[k][p], self.paths[k][q]
-        self.load[rp] -= self.inc[rp]
-        self.load[rq] += self.inc[rq]
+        w = self.weight[k]
+        self.load[rp] -= w * self.inc[rp]
+        self.load[rq] += w * self.inc[rq]
         mask = self.masks[k][p] | self.masks[k][q]
         self.gmax[mask] = self.load2d[mask].max(axis=1)
         self.counts[k][p] -= 1
@@ -196,17 +210,24 @@ def time_paths(topology: Topology, solution: FlowSolution) -> dict[tuple[int, in
     ends at some destination ``d``; it becomes a candidate path of shard
     ``(s, d)``, cut at its first arrival at ``d``.  Returns, per shard, a list
     of ``(weight, nodes)`` with ``nodes[t]`` the chunk's node at layer ``t``.
+    With a demand each commodity's flow is its volume times its per-unit flow
+    (``D[s, d]`` sits at ``d`` at the end; pairs of volume 0 get no path).
     """
     N, E, L = topology.n_hosts, topology.n_links, solution.n_steps
     src, dst = topology.src, topology.dst
     flows = solution.link_flows.tocsr()
     flows.data = snap(flows.data)
+    volumes = None if solution.demand is None else np.asarray(solution.demand.volumes)
     out_links = [np.flatnonzero(src == u) for u in range(N)]
     result: dict[tuple[int, int], list] = {}
     for s in range(N):
-        agg = np.asarray(flows[[s * N + d for d in range(N)]].sum(axis=0)).reshape(L, E)
+        rows = flows[[s * N + d for d in range(N)]]
+        if volumes is None:
+            agg = np.asarray(rows.sum(axis=0)).reshape(L, E)
+        else:
+            agg = snap(np.asarray(rows.multiply(volumes[s][:, None]).sum(axis=0)).reshape(L, E))
         net = np.zeros((L + 1, N))
-        net[0, s] = N - 1
+        net[0, s] = N - 1 if volumes is None else float(volumes[s].sum())
         for t in range(L):
             net[t + 1] = (net[t] + np.bincount(dst, weights=agg[t], minlength=N)
                           - np.bincount(src, weights=agg[t], minlength=N))
@@ -249,7 +270,7 @@ def _link_paths(topology, solution, cands) -> tuple[_Resources, list[list[np.nda
                                                if nodes[t] != nodes[t + 1]])
 
 
-def _link_schedule(topology, solution, C, cands, counts) -> LinkSchedule:
+def _link_schedule(topology, solution, C, cands, counts, chunk_counts=None) -> LinkSchedule:
     L = solution.n_steps
     moves: dict[tuple[int, int, int], list] = {}
     for ((s, d), plist), n in zip(cands.items(), counts):
@@ -269,7 +290,7 @@ def _link_schedule(topology, solution, C, cands, counts) -> LinkSchedule:
     return LinkSchedule(
         n_ranks=topology.n_hosts, chunks_per_shard=C, steps=tuple(steps),
         links=_links(topology), spec=topology.spec, fabric=solution.fabric, method=solution.method,
-        lp_time=solution.lp_time, info={"lp_steps": L},
+        lp_time=solution.lp_time, info={"lp_steps": L}, demand=solution.demand, chunk_counts=chunk_counts,
     )
 
 
@@ -280,16 +301,40 @@ def _links(topology: Topology) -> tuple[tuple[int, int, float], ...]:
 def chunk_link_schedule(topology: Topology, solution: FlowSolution, *, max_chunks: int = 16,
                         chunks: int | None = None, min_fidelity: float | None = None, program_time=None,
                         progress=None) -> LinkSchedule:
-    """Chunk a tsMCF solution into a :class:`LinkSchedule` (``C`` as in :func:`choose_chunks`)."""
+    """Chunk a tsMCF solution into a :class:`LinkSchedule` (``C`` as in :func:`choose_chunks`).
+
+    With a demand, ``C`` is chunks per unit of volume: pair ``(s, d)`` gets ``T[s, d]``
+    whole chunks (module docstring), balanced rows and columns (``N·C`` each) when the
+    matrix is balanced.
+    """
     if solution.link_flows is None:
         raise A2AError(f"{solution.method} solution has no link flows to chunk")
     cands = time_paths(topology, solution)
-    _check_covered(topology.n_hosts, cands, solution.method)
+    demand = solution.demand
+    _check_covered(topology.n_hosts, cands, solution.method, demand)
     res, paths = _link_paths(topology, solution, cands)
-    return choose_chunks(res, paths, cands, solution.lp_time,
-                         lambda C, counts: _link_schedule(topology, solution, C, cands, counts),
-                         max_chunks=max_chunks, chunks=chunks, min_fidelity=min_fidelity,
-                         program_time=program_time, progress=progress)
+    shape = None
+    if demand is not None:
+        balanced = demand.balanced()
+
+        def counts_of(C):
+            return demand.msccl_counts(C) if balanced else demand.chunk_counts(C)
+
+        def shape(C):
+            try:
+                T = counts_of(C)
+            except A2AError:
+                return None              # no balanced rounding at this C
+            u = link_chunk_volume(demand.volumes, T)
+            return [int(T[s, d]) for s, d in cands], [u] * len(cands), 1
+
+        def build(C, counts):
+            return _link_schedule(topology, solution, C, cands, counts, counts_of(C))
+    else:
+        def build(C, counts):
+            return _link_schedule(topology, solution, C, cands, counts)
+    return choose_chunks(res, paths, cands, solution.lp_time, build, max_chunks=max_chunks, chunks=chunks,
+                         min_fidelity=min_fidelity, program_time=program_time, progress=progress, shape=shape)
 
 
 # --------------------------------------------------------- path schedules
@@ -310,6 +355,12 @@ def chunk_path_schedule(topology: Topology, solution: FlowSolution, *, max_chunk
     cands = dict(sorted(cands.items()))
     _check_covered(topology.n_hosts, cands, solution.method)
     res, paths = path_resources(topology, solution.fabric, cands)
+    shape = None
+    if solution.demand is not None:
+        weight = [float(solution.demand.volumes[s, d]) for s, d in cands]
+
+        def shape(C):
+            return [C] * len(cands), weight, C
 
     def build(C, counts):
         routes = []
@@ -323,11 +374,11 @@ def chunk_path_schedule(topology: Topology, solution: FlowSolution, *, max_chunk
         return PathSchedule(
             n_ranks=topology.n_hosts, chunks_per_shard=C, routes=tuple(routes), links=_links(topology),
             n_nodes=topology.n_nodes, spec=topology.spec, fabric=solution.fabric, method=solution.method,
-            lp_time=solution.lp_time,
+            lp_time=solution.lp_time, demand=solution.demand,
         )
 
     return choose_chunks(res, paths, cands, solution.lp_time, build, max_chunks=max_chunks, chunks=chunks,
-                         min_fidelity=min_fidelity, program_time=program_time, progress=progress)
+                         min_fidelity=min_fidelity, program_time=program_time, progress=progress, shape=shape)
 
 
 def path_resources(topology: Topology, fabric, cands: dict) -> tuple[_Resources, list[list[np.ndarray]]]:
@@ -337,10 +388,11 @@ def path_resources(topology: Topology, fabric, cands: dict) -> tuple[_Resources,
                                 lambda nodes: [(0, u, v) for u, v in zip(nodes, nodes[1:])])
 
 
-def _check_covered(n: int, cands: dict, method: str) -> None:
+def _check_covered(n: int, cands: dict, method: str, demand=None) -> None:
+    """Every shard has a candidate path (with a ``demand``, every shard of positive volume)."""
     for s in range(n):
         for d in range(n):
-            if s != d and (s, d) not in cands:
+            if s != d and (s, d) not in cands and (demand is None or demand.volumes[s, d] > 0):
                 raise A2AError(f"{method} solution carries no flow for shard {s}->{d}; cannot chunk it")
 
 
@@ -354,7 +406,7 @@ def chunk_candidates(max_chunks: int) -> list[int]:
 
 def choose_chunks(res: _Resources, paths: list[list[np.ndarray]], cands: dict, lp_time: float, build, *,
                   max_chunks: int = 16, chunks: int | None = None, min_fidelity: float | None = None,
-                  target: float = FIDELITY_TARGET, program_time=None, progress=None):
+                  target: float = FIDELITY_TARGET, program_time=None, progress=None, shape=None):
     """Round and :func:`rebalance` for each ``C`` in :func:`chunk_candidates` and keep the
     smallest ``C`` whose fidelity ``lp_time / time`` reaches ``min_fidelity``, else the
     best (``chunks`` fixes ``C`` instead); returns ``build(C, counts)``, the schedule.
@@ -362,27 +414,48 @@ def choose_chunks(res: _Resources, paths: list[list[np.ndarray]], cands: dict, l
     ``time`` is the schedule's stepped time (:func:`a2a_compiler.chunk.cost.stepped_time`,
     which the local search minimises) or, given ``program_time(schedule)``, the time of
     the program that will be emitted from it (MSCCL: its dataflow time), so ``C`` is
-    chosen on what is written.  Without ``min_fidelity`` the target is ``target``
+    chosen on what is written; a ``C`` whose program ``program_time`` refuses
+    (:class:`A2AError`: over a format limit) ends the search, and with no ``C`` left the
+    refusal is raised.  Without ``min_fidelity`` the target is ``target``
     (:data:`FIDELITY_TARGET`; 1 keeps the best ``C``, the smallest reaching the LP optimum)
     and falling short is fine; with it, falling short raises :class:`A2AError` naming
-    the best ``C`` found.
+    the best ``C`` found.  ``shape(C)``, for a demand, gives
+    ``(chunks of each shard, weight of each shard's chunk, divisor)`` (default: ``C``
+    chunks of weight 1 each, divisor ``C``).
     """
     if min_fidelity is not None and not 0 < min_fidelity <= 1:
         raise A2AError(f"--min-fidelity must be in (0, 1], got {min_fidelity}")
     target = target if min_fidelity is None else min_fidelity
     weights = [np.array([w for w, _ in plist]) for plist in cands.values()]
-    best = None
+    best = refused = None
     for C in [chunks] if chunks is not None else chunk_candidates(max_chunks):
-        asg = _Assignment(res, C, paths, [largest_remainder(w, C) for w in weights])
+        form = shape(C) if shape is not None else ([C] * len(weights), None, C)
+        if form is None:
+            if progress:
+                progress(f"chunking: C = {C} -> no whole-chunk counts keep every row and column balanced")
+            continue
+        totals, weight, divisor = form
+        asg = _Assignment(res, divisor, paths, [largest_remainder(w, t) for w, t in zip(weights, totals)], weight)
         rebalance(asg)
         schedule = build(C, asg.counts)
-        fid = ratio(lp_time, asg.time() if program_time is None else program_time(schedule))
+        try:
+            fid = ratio(lp_time, asg.time() if program_time is None else program_time(schedule))
+        except A2AError as exc:  # the program outgrows its format's limits; larger C only grow it
+            refused = exc
+            if progress:
+                progress(f"chunking: C = {C} -> does not fit: {exc}")
+            break
         if progress:
             progress(f"chunking: C = {C} -> fidelity {fid:.4f}")
         if best is None or fid > best[0] + 1e-12:
             best = (fid, C, schedule)
         if fid >= target - TIE:
             break
+    if best is None:
+        if refused is not None:
+            raise refused
+        raise A2AError(f"no chunk count up to {max(chunks or 0, max_chunks)} gives whole chunks per pair with every "
+                       f"row and column summing to N*C; raise --max-chunks")
     if min_fidelity is not None and best[0] < min_fidelity - TIE:
         raise A2AError(f"no chunk count up to {max(chunks or 0, max_chunks)} reaches fidelity {min_fidelity:g}: "
                        f"the best is {best[0]:.4f} at C = {best[1]}; raise --max-chunks or lower --min-fidelity")

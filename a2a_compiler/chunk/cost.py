@@ -163,40 +163,54 @@ def stepped_time(loads: np.ndarray, capacity: np.ndarray, chunks_per_shard: int)
 
 @dataclass(frozen=True)
 class Message:
-    """One message of a dataflow program: ``origins``/``dests`` of its chunks, over link ``src -> dst``;
-    it starts once the messages ``after`` (indices) are done."""
+    """One message of a dataflow program: ``origins``/``dests`` of its chunks, over link ``src -> dst``
+    (or, through switches, over the links of ``path``, ``src .. dst``); it starts once the messages
+    ``after`` (indices) are done."""
 
     src: int
     dst: int
     origins: tuple[int, ...]
     dests: tuple[int, ...]
     after: tuple[int, ...] = ()
+    path: tuple[int, ...] = ()
 
 
-def dataflow_time(messages: list[Message], model: CostModel, chunks_per_shard: int) -> float:
+def dataflow_time(messages: list[Message], model: CostModel, chunks_per_shard: int, unit: float | None = None) -> float:
     """MSCCL execution: each message starts when those it follows are done and runs at its
     link's speed slowed by its most overloaded resource (a link, and with a host bandwidth
     the hosts' egress and ingress it uses, in proportion of its chunks that use them).
     Rates are fixed between events (a message finishing), so no resource exceeds its capacity.
+    A chunk is ``1/chunks_per_shard`` of a shard, or ``unit`` (an all-to-allv layout's chunk volume).
     """
     m_count = len(messages)
     if not m_count:
         return 0.0
     cap = model.capacity
     k = np.array([len(m.origins) for m in messages], dtype=float)
-    e = model.link_index([m.src for m in messages], [m.dst for m in messages])
-    # Every chunk's hop, to find which resources each message uses and for what share of its chunks.
-    owner = np.repeat(np.arange(m_count), k.astype(np.int64))
-    hop, res = model.hop_resources(
-        e[owner], np.repeat([m.src for m in messages], k.astype(np.int64)),
-        np.repeat([m.dst for m in messages], k.astype(np.int64)),
-        np.fromiter((o for m in messages for o in m.origins), np.int64, int(k.sum())),
-        np.fromiter((d for m in messages for d in m.dests), np.int64, int(k.sum())))
+    kk = k.astype(np.int64)
+    # Every link of every message's path, then every chunk on each of them (a message through a
+    # switch crosses two links at once), to find which resources each message uses and for what
+    # share of its chunks.
+    paths = [m.path or (m.src, m.dst) for m in messages]
+    hops = np.array([len(p) - 1 for p in paths], dtype=np.int64)
+    link_owner = np.repeat(np.arange(m_count), hops)
+    lu = np.fromiter((x for p in paths for x in p[:-1]), np.int64, int(hops.sum()))
+    lv = np.fromiter((x for p in paths for x in p[1:]), np.int64, int(hops.sum()))
+    e = model.link_index(lu, lv)
+    reps = kk[link_owner]
+    owner = np.repeat(link_owner, reps)
+    first = np.cumsum(kk) - kk                      # each message's first chunk among all chunks
+    within = np.arange(len(owner)) - np.repeat(np.cumsum(reps) - reps, reps)
+    chunk = first[owner] + within
+    origins = np.fromiter((o for m in messages for o in m.origins), np.int64, int(k.sum()))
+    dests = np.fromiter((d for m in messages for d in m.dests), np.int64, int(k.sum()))
+    hop, res = model.hop_resources(np.repeat(e, reps), np.repeat(lu, reps), np.repeat(lv, reps),
+                                   origins[chunk], dests[chunk])
     pairs, share = np.unique(np.stack([owner[hop], res]), axis=1, return_counts=True)
     use_msg, use_res = pairs
     use_w = share / k[use_msg]
-    speed = cap[e]                                  # shards per link-time when unshared
-    volume = k / chunks_per_shard
+    speed = np.minimum.reduceat(cap[e], np.cumsum(hops) - hops)  # shards per link-time when unshared
+    volume = k / chunks_per_shard if unit is None else k * unit
     waiting = np.array([len(m.after) for m in messages])
     successors = defaultdict(list)
     for i, m in enumerate(messages):

@@ -70,6 +70,16 @@ def add_chunking_args(p: argparse.ArgumentParser) -> None:
                         "(diameter, diameter+1, ... while the LP optimum improves)")
 
 
+def add_injection_args(p: argparse.ArgumentParser) -> None:
+    """Injection rate control of routed schedules (:mod:`a2a_compiler.chunk.injection`), for MPI path files."""
+    g = p.add_argument_group("injection rate control (MPI path schedules)")
+    g.add_argument("--max-flows", type=positive_int, metavar="Q",
+                   help="time steps with at most Q routes (flows) leaving and Q arriving at every host per step, "
+                        "a barrier between steps (MPI path format version 2); default: every route at once")
+    g.add_argument("--flow-per-chunk", action="store_true", default=None,
+                   help="granular chunking: every chunk its own route, i.e. its own flow (Basu et al. section 4)")
+
+
 def add_output_args(p: argparse.ArgumentParser, metavar: str, what: str, fields: str) -> None:
     """``-o FILE`` (required), ``--json`` (one object with ``fields`` instead of the summary), ``-q``."""
     p.add_argument("-o", "--output", required=True, metavar=metavar, help=f"where to write {what}")
@@ -93,20 +103,44 @@ def add_fabric_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--link-bw", metavar="BW", help="link bandwidth b per direction, e.g. 25Gbps or 3.125GB/s")
     g.add_argument("--host-bw", metavar="BW",
                    help="host injection/ejection (host-NIC) bandwidth per direction; default unlimited; needs --link-bw")
+    g.add_argument("--nvlink-bw", metavar="BW",
+                   help="bandwidth of NVLink links (GPU to NVSwitch, nvswitch:... topologies) per direction; "
+                        "default: the link bandwidth; needs --link-bw, which is then the NIC bandwidth")
     g.add_argument("--forwarding", choices=FORWARDING_MODES,
                    help="who relays traffic: 'host' (GPU/CPU store-and-forward, time-stepped; default) "
                         "or 'nic' (NIC cut-through routing)")
 
 
-def topology_from_args(args) -> Topology:
-    """The topology of ``args.spec``, punctured as the options ask."""
+DEMAND_HELP = ("all-to-allv: an N x N matrix of relative volumes D[s,d] (CSV or .npy; the diagonal is ignored; "
+               "'a2a demand' makes one); a uniform matrix is the plain all-to-all")
+
+
+def add_demand_arg(p: argparse.ArgumentParser, help: str = DEMAND_HELP) -> None:
+    """``--demand FILE``: the all-to-allv demand matrix (:mod:`a2a_compiler.demand`)."""
+    p.add_argument("--demand", metavar="FILE", help=help)
+
+
+def demand_from_args(args, n_hosts: int):
+    """The :class:`~a2a_compiler.demand.Demand` of ``--demand`` (``None`` without it, or for a uniform matrix)."""
+    if not getattr(args, "demand", None):
+        return None
+    from ..demand import as_demand
+
+    return as_demand(args.demand, n_hosts)
+
+
+def topology_from_args(args, link_classes: bool = True) -> Topology:
+    """The topology of ``args.spec``, punctured as the options ask, its classed links (NVLink) at the
+    fabric options' bandwidths (unless ``link_classes`` is False: the caller applies its own fabric)."""
+    from ..fabric import apply_link_classes
+
     topo = from_spec(args.spec)
     if args.remove_links or args.remove_nodes:
         from ..topology.puncture import puncture
 
         topo = puncture(topo, remove_links=args.remove_links or 0, remove_nodes=args.remove_nodes or 0,
                         seed=args.seed or 0)
-    return topo
+    return apply_link_classes(topo, fabric_from_args(args)) if link_classes and hasattr(args, "link_bw") else topo
 
 
 def fabric_from_args(args) -> Fabric:
@@ -115,6 +149,7 @@ def fabric_from_args(args) -> Fabric:
         link_bw=None if args.link_bw is None else parse_bandwidth(args.link_bw, "--link-bw"),
         host_bw=None if args.host_bw is None else parse_bandwidth(args.host_bw, "--host-bw"),
         forwarding=args.forwarding or "host",
+        nvlink_bw=None if getattr(args, "nvlink_bw", None) is None else parse_bandwidth(args.nvlink_bw, "--nvlink-bw"),
     )
 
 
@@ -130,7 +165,7 @@ def applies_only(p: argparse.ArgumentParser, rules: Rules) -> None:
 def check_applicable(args) -> None:
     """Refuse the inapplicable options of ``args`` (see :func:`applies_only`), then fill in their defaults."""
     rules, flags, defaults = getattr(args, "applies_only", None) or ({}, {}, {})
-    refuse_inapplicable(vars(args), rules, flags)
+    refuse_inapplicable(vars(args), rules, flags, defaults)
     for dest, value in defaults.items():
         if getattr(args, dest) is None:
             setattr(args, dest, value)

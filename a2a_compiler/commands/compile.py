@@ -1,16 +1,18 @@
-"""``a2a compile SPEC --emit {msccl,oneccl,mpi} -o FILE``: solve, chunk, lower, verify, write."""
+"""``a2a compile SPEC --emit {msccl,mscclpp,oneccl,mpi} -o FILE``: solve, chunk, lower, verify, write."""
 
 from __future__ import annotations
 
 from ..cli import command_parser
 from ..compiler import EMITS
 from ..errors import A2AError
-from .common import SPEC_HELP, add_chunking_args, add_fabric_args, add_output_args, add_topology_args, \
-    nonnegative_int, positive_int, print_json, progress
+from ..formats.msccl_rules import TARGETS
+from .common import SPEC_HELP, add_chunking_args, add_demand_arg, add_fabric_args, add_injection_args, \
+    add_output_args, add_topology_args, nonnegative_int, positive_int, print_json, progress
 
 EPILOG = """\
 formats and the methods that feed them (docs/formats.md):
   --emit msccl   link schedule from tsmcf: thread blocks, sends/receives, scratch relays
+  --emit mscclpp link schedule from tsmcf: MSCCL++ execution plan (JSON): puts, signals, waits
   --emit oneccl  link schedule from tsmcf: per-step asynchronous sends/receives + sync
   --emit mpi     path schedule from mcf-extp (default) or pmcf: routes per shard
 
@@ -24,15 +26,30 @@ multiply by m/b).  The predicted time is the program's, as 'a2a verify' prices i
   fidelity   = LP time / predicted time, LP time the method's own LP optimum (certified)
   MCF ratio  = MCF time / predicted time, MCF time the link MCF optimum (certified): the best
                any schedule can do on this fabric.  Both are <= 1.
---forwarding nic is refused for msccl/oneccl: their programs relay through the ranks'
+--forwarding nic is refused for msccl/mscclpp/oneccl: their programs relay through the ranks'
 scratch buffers (host store-and-forward); NIC-routed paths are --emit mpi.
+
+all-to-allv (--demand D.csv, mixture-of-experts): the solve and the chunks follow D.
+  mpi      C chunks per pair, each 1/C of the pair's volume; the file records the volumes,
+           and the runtime splits whatever byte counts arrive by the routes' chunk shares
+  oneccl   whole chunks of one size, T[s][d] ~ C*D[s,d] per pair (rounded up); the file
+           records T (chunks=) and the volumes per rank
+  msccl    only matrices whose rows and columns all sum to the same total (fixed-size
+           buffers): T[i][j] chunks of rank i for j at input offset sum_{k<j} T[i][k],
+           output offset sum_{k<i} T[k][j], rows and columns summing to nchunksperloop
+           ('a2a demand show D.csv --chunks C' prints T); others are refused
+The plain all-to-all is compiled alike and its program priced under D with its routes and
+steps unchanged ("uniform reused"): what reusing one schedule for every batch costs.
 
 examples:
   a2a compile hypercube:3 --emit msccl -o hc3.xml
+  a2a compile torus:3x3x3 --emit mscclpp -o t3.json
   a2a compile torus:3x3x3 --link-bw 25Gbps --host-bw 100Gbps --emit oneccl -o t3.xml
   a2a compile torus:3x3x3 --link-bw 25Gbps --host-bw 100Gbps --emit msccl --min-fidelity 0.99 -o t3.xml
   a2a compile fattree:4,2 --emit mpi --method pmcf --paths shortest -o ft-paths.xml
+  a2a compile torus:3x3x3 --forwarding nic --emit mpi --max-flows 8 -o t3-steps.xml   # time-stepped routes
   a2a schedule hypercube:3 -o s.json && a2a compile --from-ir s.json --emit msccl -o hc3.xml
+  a2a demand zipf 8 --alpha 1 -o D.csv && a2a compile bipartite:4 --forwarding nic --emit mpi --demand D.csv -o moe.xml
 """
 
 
@@ -41,7 +58,8 @@ examples:
 #: MSCCL lowering options: flag, type, metavar, help.
 MSCCL_FLAGS = [
     ("--channels", positive_int, "K", "channels each link's chunks are spread over (default: the fewest, up to 8, "
-                                      "that keep every thread block within the executor's 64 steps)"),
+                                      "that keep every thread block within the executor's 64 steps, or 2, 4, 8 when "
+                                      "only separate connections reach the fidelity target)"),
     ("--instances", positive_int, "I", "run I copies of the schedule, each on 1/I of every chunk and its own "
                                        "channels (nchannels = K*I; default 1)"),
     ("--min-bytes", nonnegative_int, "B", "smallest message (bytes) the algorithm is selected for (default 0)"),
@@ -60,18 +78,25 @@ def register(sub) -> None:
     p.add_argument("--emit", choices=sorted(EMITS), required=True,
                    help="output format: " + "; ".join(f"{k}: {v[1]}" for k, v in EMITS.items()))
     p.add_argument("--method", choices=("tsmcf", "mcf-extp", "pmcf"),
-                   help="solver: tsmcf for --emit msccl/oneccl (default), mcf-extp (default) or pmcf for --emit mpi")
+                   help="solver: tsmcf for --emit msccl/mscclpp/oneccl (default), mcf-extp (default) or pmcf for "
+                        "--emit mpi")
     add_topology_args(p, positional=False)
     add_fabric_args(p)
+    add_demand_arg(p)
     add_chunking_args(p)
     m = p.add_argument_group("MSCCL options (--emit msccl)")
     for flag, kind, metavar, text in MSCCL_FLAGS:
         m.add_argument(flag, type=kind, metavar=metavar, help=text)
     m.add_argument("--proto", choices=("Simple", "LL", "LL128"), help="NCCL protocol the executor uses (default Simple)")
+    m.add_argument("--target", choices=sorted(TARGETS),
+                   help="MSCCL executor the file must load in: nccl (msccl-executor-nccl, default) or rccl (ROCm): "
+                        "thread blocks per GPU (1024 / 64), channels (32 / 128) and the parser's 4095 nodes per rank; "
+                        "the chunk count is chosen among programs that fit (docs/msccl.md)")
     m.add_argument("--rcs", action="store_true", default=None,
                    help="pass chunks straight on with rcs (receive-copy-send) steps where the reference allows it "
                         "(3-hop paths whose relays can stage the chunk in its output slot), on extra channels: "
                         "less scratch, but more steps and thread blocks (docs/formats.md)")
+    add_injection_args(p)
     p.add_argument("--name", help="algorithm name written into the file (default SPEC-METHOD)")
     add_output_args(p, "FILE", "the XML", "docs/json.md: valid, format, spec, method, fabric, ranks, chunks_per_shard, "
                                           "program, predicted_time, lp_time, mcf_time, fidelity, mcf_ratio, "
@@ -80,9 +105,9 @@ def register(sub) -> None:
 
 
 #: ``a2a compile`` options that are keywords of :func:`a2a_compiler.compiler.compile`.
-OPTIONS = ("method", "link_bw", "host_bw", "forwarding", "remove_links", "remove_nodes", "seed", "max_chunks",
+OPTIONS = ("method", "link_bw", "host_bw", "forwarding", "nvlink_bw", "remove_links", "remove_nodes", "seed", "max_chunks",
            "min_fidelity", "steps", "paths", "max_paths", "channels", "instances", "proto", "min_bytes",
-           "max_bytes", "rcs", "name")
+           "max_bytes", "rcs", "target", "max_flows", "flow_per_chunk", "name", "demand")
 
 
 def run(args) -> int:
@@ -104,12 +129,19 @@ def run(args) -> int:
         return 0
     print(f"compiled   {out['spec']} {out['method']} -> {args.emit} ({out['program']})")
     print(f"predicted  {out['predicted_time']:.6g} link-times (unit shards) for the program"
-          + (" as a dataflow" if args.emit == "msccl" else ""))
+          + (" as a dataflow" if args.emit in ("msccl", "mscclpp") else ""))
     print(f"LP         {out['lp_time']:.6g} link-times, {out['method']}'s own LP (certified): "
           f"fidelity {out['fidelity']:.4f}")
     print(f"MCF        {out['mcf_time']:.6g} link-times, the link MCF optimum (certified): "
           f"ratio {out['mcf_ratio']:.4f}")
-    print("verified   " + ("executor rules, data movement, deadlock freedom, links" if args.emit == "msccl"
+    if "demand" in out:
+        print(f"demand     {out['demand']['source']} (sha256 {out['demand']['sha256'][:12]}): times are the "
+              f"all-to-allv's, volumes scaled to mean 1 per pair")
+    if "uniform_reused" in out:
+        u = out["uniform_reused"]
+        print(f"reused     the plain all-to-all program under this demand: {u['predicted_time']:.6g} link-times, "
+              f"{u['slowdown']:.3f}x this one")
+    print("verified   " + ("executor rules, data movement, deadlock freedom, links" if args.emit in ("msccl", "mscclpp")
                            else "data movement, links"))
     print(f"saved      {args.output}")
     return 0

@@ -1,4 +1,5 @@
-"""``a2a routes SPEC --algo ALGO``: a routing baseline or MCF scheme as a chunked, layered MPI path schedule."""
+"""``a2a routes SPEC --algo ALGO``: a routing baseline or MCF scheme as a chunked, layered MPI path schedule;
+a destination-based engine's forwarding tables measured per cable and exported for OpenSM (``--lft``)."""
 
 from __future__ import annotations
 
@@ -6,19 +7,23 @@ import sys
 
 from ..cli import command_parser
 from ..deadlock import SCHEMES
+from ..deadlock.orders import FAMILIES
+from ..errors import A2AError
 from ..files import atomic_write, check_writable
 from ..progress import Progress
-from ..routes import ENGINES
+from ..routes import ENGINES, TABLE_ENGINES
 from ..routes.patterns import PATTERNS, pattern_congestion
-from .common import PROGRESS_DELAY, add_fabric_args, add_topology_args, applies_only, fabric_from_args, \
-    nonnegative_int, positive_int, print_json, topology_from_args
+from .common import PROGRESS_DELAY, add_demand_arg, add_fabric_args, add_injection_args, add_topology_args, \
+    applies_only, demand_from_args, fabric_from_args, nonnegative_int, positive_int, print_json, topology_from_args
 
 HELP = "route every host pair with a baseline or MCF scheme; chunk, layer and write an MPI path schedule"
 
 EPILOG = """\
 algorithms:
   sssp           Domke, Hoefler & Nagel 2011: shortest-path trees on link weights that grow
-                 with the routes already placed (one path per pair)
+                 with the routes already placed (one path per pair); --opensm: what OpenSM's
+                 sssp engine installs (per-cable weights that also count each switch's own
+                 port, its 4-ary heap's tie order; docs/infiniband.md)
   ewsp           every shortest path of a pair, equal weights (Basu et al. section 5.2)
   ilp-disjoint   one path per pair from its maximal link-disjoint paths, minimising the max
                  link load: a HiGHS MIP (--time-limit, --eps; optimal/gap reported)
@@ -29,9 +34,11 @@ algorithms:
   mcf-extp       link MCF + widest-path extraction (section 3.2.1)
   pmcf-disjoint  path MCF over link-disjoint paths (section 3.1.4)
   pmcf-shortest  path MCF over all shortest paths
-  ftree          Zahavi et al. 2009: fat-tree tables (tree order extracted from the topology)
-                 that make every shift stage congestion-free on 1:1 fat trees
-  minhop         OpenSM's original MinHop: min-hop ports balanced per switch (ftree's baseline)
+  ftree          Zahavi et al. 2009 as OpenSM's ftree engine computes it, per port: congestion-free
+                 shift stages on 1:1 fat trees
+  minhop         OpenSM's MinHop: the least used min-hop port per switch (ftree's baseline)
+  dfsssp         sssp's tables, each host pair on the virtual lane (SL) DFSSSP gives it
+  file           OpenSM's file engine: the tables of an LFT dump (--lft-in DUMP), checked
   sf-min         Besta & Hoefler 2014: Slim Fly minimal routing, VC k on router hop k (2 VCs)
   sf-val         Slim Fly Valiant routing via a random router per pair (--route-seed), 4 VCs
   ugal           refused: adaptive per packet, no static routes (use sf-min / sf-val)
@@ -40,6 +47,12 @@ algorithms:
   sf-layers      Blach et al. 2024, Alg. 1: layer 0 balanced minimal paths, each further layer
                  one almost-minimal path per router pair with the least overlap; layers and
                  fatpaths get virtual lanes by DFSSSP; info reports disjoint-path counts
+  mcf-df         deadlock-free by construction (section 5.5's open problem): K = --layers
+                 acyclic channel orders (--orders mcf: the link MCF's routes packed into K
+                 acyclic layers; updown: up*/down* from K BFS roots; coordinate: tori and
+                 hypercubes, dimension orders with datelines), then the exact MCF over routes
+                 monotone in one order; each route keeps its order's layer.  bound = certified
+                 bound over those routes; 1 / mcf_ratio = the price of deadlock freedom
 
 deadlock schemes (--deadlock; each layer's channel dependency graph is acyclic):
   lash      Skeie et al. 2002: host pairs first-fit into layers
@@ -50,6 +63,16 @@ deadlock schemes (--deadlock; each layer's channel dependency graph is acyclic):
 patterns (--pattern): shift = stages s = 1..N-1 of pairs i -> (i+s) mod N; reports the
 largest number of routes on one link (divided by its capacity) per stage, worst and
 average over the stages (congestion_worst, congestion_avg; Zahavi et al. Table I).
+
+forwarding tables (sssp, dfsssp, dor, ftree, minhop, sf-min, fatpaths, sf-layers, file): the
+engine's tables (switch x destination -> port, one per LID offset) are measured directly, per
+cable: predicted_time, the shift pattern's congestion_worst/avg (always), layers and
+deadlock_free over (cable, virtual lane); per-pair routes are built only for -o and
+--deadlock (at most 1,000,000).  The link-MCF reference (mcf_time, mcf_ratio) is solved when
+its LP fits (--mcf auto: up to 400,000 hosts x links columns), else null with a note.
+--lft FILE writes OpenSM's LFT dump (opensm -R file -U FILE, with -l LMC for layers) and,
+where the routes need virtual lanes, FILE.sl with an SL per (source, destination, LID
+offset): OpenSM's file engine installs no SLs (docs/infiniband.md, docs/formats.md).
 
 chunks: each shard is split into C equal chunks.  C is the least common multiple of the
 weights' denominators (for equal splits, of the path counts) when that is <= --max-chunks,
@@ -68,9 +91,13 @@ MCF-extP's link MCF, the FPTAS's flow), bound (a certified lower bound: MIP dual
 FPTAS/LP dual), mcf_time (the certified link MCF optimum), fidelity = lp_time /
 predicted_time, mcf_ratio = mcf_time / predicted_time, optimal and mip_gap (ILPs), layers
 and deadlock_free (channel dependencies over (link, virtual channel) checked on the file),
-chunks_per_shard, chunks_exact, routes, seconds.  The file records the spec, fabric,
-lp_time and mcf_time, so 'a2a verify' and 'a2a run' measure every baseline against the
-same MCF bound.
+chunks_per_shard, chunks_exact, routes, steps, max_flows, seconds.  The file records the spec,
+fabric, demand, lp_time and mcf_time, so 'a2a verify' and 'a2a run' measure every baseline
+against the same MCF bound.
+
+all-to-allv (--demand D.csv): mcf-extp and pmcf-* solve for the demand; every other engine routes
+as for the uniform all-to-all (its relaxation and bound then dropped) and is priced under D, as
+is mcf_time = 1/F(D).  The file records the volumes; 'a2a run FILE' runs it as that all-to-allv.
 
 examples:
   a2a routes genkautz:64,4 --algo sssp --json
@@ -81,6 +108,10 @@ examples:
   a2a routes fattree:4,3 --algo minhop --pattern shift      # congestion 4 worst, 3.24 average
   a2a routes slimfly:5 --algo sf-val --route-seed 1 -o sf5-val.xml && a2a verify sf5-val.xml --deadlock-free
   a2a routes slimfly:5 --algo sf-layers --layers 4 --json   # info: vls, disjoint_paths_histogram, ...
+  a2a routes fattree:12,3 --algo ftree --json               # 1728 hosts: congestion 1/1, per cable
+  a2a routes ibnet:fabric.txt --algo ftree --lft ftree.dump  # then: opensm -R file -U ftree.dump
+  a2a routes ibnet:fabric.txt --algo file --lft-in opensm-lfts.dump --json   # check and measure a dump
+  a2a routes genkautz:64,4 --algo mcf-df --layers 4 -o gk64.xml && a2a verify gk64.xml --deadlock-free
 """
 
 #: Engine options of the command line -> the algorithms that take them (others refuse them: a2a_compiler.options).
@@ -89,13 +120,19 @@ ENGINE_OPTIONS = {
     "eps": ("algo", ("ilp-disjoint", "ilp-shortest", "fptas")),
     "max_paths": ("algo", ("ewsp", "ilp-shortest", "pmcf-shortest")),
     "early_stop": ("algo", ("fptas",)),
-    "layers": ("algo", ("fatpaths", "sf-layers")),
+    "layers": ("algo", ("fatpaths", "sf-layers", "mcf-df")),
+    "orders": ("algo", ("mcf-df",)),
+    "solver": ("algo", ("mcf-df",)),
     "rho": ("algo", ("fatpaths",)),
     "variant": ("algo", ("fatpaths",)),
     "route_seed": ("algo", ("sf-val", "fatpaths", "sf-layers")),
+    "opensm": ("algo", ("sssp", "dfsssp")),
+    "lft_in": ("algo", ("file",)),
 }
+#: Options of the destination-based (table) engines only.
+TABLE_OPTIONS = {"lft": ("algo", TABLE_ENGINES), "mcf": ("algo", TABLE_ENGINES)}
 #: Command-line options whose engine keyword has another name (``--seed`` is puncturing's).
-ENGINE_KEYWORD = {"route_seed": "seed"}
+ENGINE_KEYWORD = {"route_seed": "seed", "lft_in": "path"}
 
 
 def register(sub) -> None:
@@ -105,6 +142,8 @@ def register(sub) -> None:
     p.add_argument("--algo", required=True, choices=list(ENGINES), metavar="ALGO",
                    help="routing algorithm: " + ", ".join(ENGINES))
     add_fabric_args(p)
+    add_demand_arg(p, "all-to-allv demand matrix (CSV or .npy, N x N): mcf-extp and pmcf-* route for it, the other "
+                      "engines route as usual; every time is priced under it and the file records its volumes")
     g = p.add_argument_group("algorithm options")
     g.add_argument("--time-limit", type=float, metavar="S", help="ILPs: branch-and-bound time limit (default 60 s)")
     g.add_argument("--eps", type=float, metavar="E",
@@ -121,21 +160,38 @@ def register(sub) -> None:
     d.add_argument("--max-layers", type=positive_int, metavar="K",
                    help="fail unless the routes fit in K virtual layers")
     g.add_argument("--layers", type=positive_int, metavar="L",
-                   help="fatpaths, sf-layers: routing layers, i.e. LID offsets of the LMC range (default 4)")
+                   help="fatpaths, sf-layers: routing layers, i.e. LID offsets of the LMC range (default 4); "
+                        "mcf-df: virtual layers K the routes may use (default 2)")
+    g.add_argument("--orders", choices=FAMILIES, help="mcf-df: family of the K channel orders: "
+                   + ", ".join(FAMILIES) + " (default mcf)")
+    g.add_argument("--solver", choices=("ipm-crossover", "ipm", "simplex"),
+                   help="mcf-df: LP solver; ipm-crossover (default) ends at the canonical optimal vertex, few "
+                        "routes; ipm is faster, same optimum, more routes")
     g.add_argument("--rho", type=float, metavar="R", help="fatpaths: fraction of cables in each random layer "
                                                           "(default 0.6)")
     g.add_argument("--variant", choices=("random", "balanced"),
                    help="fatpaths: random cable sampling (default) or the overlap-minimising layers")
     g.add_argument("--route-seed", type=nonnegative_int, metavar="S",
                    help="sf-val, fatpaths, sf-layers: seed of the random choices (default 0)")
-    g.add_argument("--pattern", choices=PATTERNS, help="also report the congestion of this pattern's stages")
-    applies_only(p, ENGINE_OPTIONS)
+    g.add_argument("--pattern", choices=PATTERNS, help="also report the congestion of this pattern's stages "
+                                                       "(always reported for table engines)")
+    g.add_argument("--opensm", action="store_true", default=None,
+                   help="sssp, dfsssp: OpenSM's own sssp tables (per-cable weights counting each switch's port 0, "
+                        "its 4-ary heap's tie order) instead of ours")
+    g.add_argument("--lft-in", metavar="DUMP", help="file: the LFT dump to load (opensm-lfts.dump, dump_lfts output)")
+    g.add_argument("--mcf", choices=("auto", "on", "off"), default="auto",
+                   help="table engines: solve the link-MCF reference always, never, or when its LP has at most "
+                        "400,000 columns (default auto)")
+    add_injection_args(p)
     o = p.add_argument_group("output")
     o.add_argument("--max-chunks", type=positive_int, default=64, metavar="C",
                    help="most chunks per shard (default 64): the rounding grid when the weights are not exact")
     o.add_argument("-o", "--output", metavar="FILE.xml", help="write the MPI path schedule (docs/formats.md)")
+    o.add_argument("--lft", metavar="FILE", help="table engines: write OpenSM's LFT dump for 'opensm -R file -U FILE' "
+                                                 "(and FILE.sl where the routes need virtual lanes)")
     o.add_argument("--json", action="store_true", help="print one JSON object (see 'reported' below)")
     o.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    applies_only(p, {**ENGINE_OPTIONS, **TABLE_OPTIONS})
     p.set_defaults(func=run)
 
 
@@ -161,6 +217,9 @@ def _human(s: dict) -> str:
         extra.append(("proved optimal" if s["optimal"] else "not proved optimal") + f", MIP gap {s['mip_gap']:.3g}")
     if extra:
         lines.append("           " + "; ".join(extra))
+    if s["steps"] > 1:
+        lines.append(f"steps      {s['steps']} time steps, at most {s['max_flows']} routes per host and direction "
+                     "in each (a barrier between steps)")
     how = f" ({s['deadlock']})" if s["deadlock"] else ""
     lines.append(f"layers     {s['layers']}{how}, " + ("deadlock-free" if s["deadlock_free"] else
                                                           "NOT deadlock-free (cyclic channel dependencies)"))
@@ -174,18 +233,27 @@ def _human(s: dict) -> str:
 
 
 def run(args) -> int:
-    """Route, chunk, layer and price (:func:`a2a_compiler.routes.schedule.route_schedule`); write and report."""
+    """Route, chunk, layer and price (:func:`a2a_compiler.routes.schedule.route_schedule`), or, for a table
+    engine, measure the tables (:func:`a2a_compiler.routes.report.table_report`); write and report."""
     from ..routes.schedule import route_schedule
 
-    if args.output:
-        check_writable(args.output)           # before any routing
+    for path in filter(None, (args.output, args.lft)):
+        check_writable(path)           # before any routing
     topology = topology_from_args(args)
     fabric = fabric_from_args(args)
     options = engine_options(args)
+    demand = demand_from_args(args, topology.n_hosts)
+    if demand is not None and (args.lft or args.mcf != "auto"):
+        raise A2AError("--lft and --mcf measure a table engine's all-to-all; with --demand the routes are priced "
+                       "under the demand per route (run --lft without --demand: the tables do not depend on it)")
     reporter = None if args.quiet else Progress(delay=PROGRESS_DELAY)
     try:
+        if args.algo in TABLE_ENGINES and demand is None and not (args.max_flows or args.flow_per_chunk):
+            return _run_tables(args, topology, fabric, options, reporter)   # time steps: the route path below
         result = route_schedule(topology, args.algo, fabric, deadlock=args.deadlock, max_layers=args.max_layers,
-                                max_chunks=args.max_chunks, progress=reporter, **options)
+                                max_chunks=args.max_chunks, max_flows=args.max_flows,
+                                flow_per_chunk=bool(args.flow_per_chunk), progress=reporter, demand=demand,
+                                **options)
     finally:
         if reporter:
             reporter.close()
@@ -204,3 +272,53 @@ def run(args) -> int:
     else:
         print(_human(s))
     return 0
+
+
+def _run_tables(args, topology, fabric, options, reporter) -> int:
+    from ..routes.report import table_report
+
+    rep = table_report(topology, args.algo, fabric, deadlock=args.deadlock, max_layers=args.max_layers, mcf=args.mcf,
+                       output=bool(args.output), max_chunks=args.max_chunks, lft=args.lft, progress=reporter,
+                       **options)
+    if args.output:
+        atomic_write(args.output, rep.schedule.xml)
+    if args.lft:
+        atomic_write(args.lft, rep.lft["text"])
+        if rep.lft["sl_text"] is not None:
+            atomic_write(rep.lft["sl_file"], rep.lft["sl_text"])
+    s = {**rep.summary(), "output": args.output}
+    if s["opensm"] is not None:
+        s["opensm"] = {k: v for k, v in s["opensm"].items() if not k.endswith("text")}
+    if not args.quiet:
+        for note in s["notes"]:
+            print(f"a2a routes: note: {note}", file=sys.stderr)
+    if args.json:
+        print_json(s)
+    else:
+        print(_human_tables(s))
+    return 0
+
+
+def _human_tables(s: dict) -> str:
+    mcf = "link MCF not solved" if s["mcf_time"] is None else \
+        f"link MCF {s['mcf_time']:.6g}; MCF ratio {s['mcf_ratio']:.4f}"
+    layers = f" in {s['lid_layers']} LID layers" if s["lid_layers"] > 1 else ""
+    lines = [
+        f"tables     {s['spec']} {s['algo']}: {s['hosts']} hosts, {s['cables']} cables; {s['routes']} routes{layers}",
+        f"time       {s['predicted_time']:.6g} link-times (max load of one cable); {mcf}",
+        f"pattern    shift: congestion worst {s['congestion_worst']:.6g}, average {s['congestion_avg']:.6g} over "
+        f"{s['stages']} stages (per cable)",
+    ]
+    how = f" ({s['deadlock']})" if s["deadlock"] else ""
+    lines.append(f"lanes      {s['layers']}{how}, " + ("deadlock-free" if s["deadlock_free"] else
+                                                        "NOT deadlock-free (cyclic channel dependencies)"))
+    if s["file_time"] is not None:
+        exact = "exact" if s["chunks_exact"] else "rounded"
+        lines.append(f"file       {s['file_time']:.6g} link-times per link, {s['chunks_per_shard']} chunk(s) per shard "
+                     f"({exact}): {s['output']}")
+    if s["opensm"] is not None:
+        o = s["opensm"]
+        lines.append(f"lft        {o['lft']}: opensm {o['options']}" + (f"; SLs in {o['sl_file']}" if o["sl_file"]
+                                                                         else ""))
+    lines.append(f"computed   in {s['seconds']:.2f} s")
+    return "\n".join(lines)

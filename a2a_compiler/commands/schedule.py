@@ -7,8 +7,8 @@ from ..chunk import SCHEDULE_METHODS, build_schedule, predicted_time, save_sched
 from ..chunk.cost import ratio
 from ..chunk.ir import LinkSchedule, Schedule
 from ..compiler import CHUNKING_OPTIONS
-from .common import add_chunking_args, add_fabric_args, add_output_args, add_topology_args, applies_only, \
-    fabric_from_args, print_json, progress, topology_from_args
+from .common import add_chunking_args, add_demand_arg, add_fabric_args, add_output_args, add_topology_args, \
+    applies_only, demand_from_args, fabric_from_args, print_json, progress, topology_from_args
 
 EPILOG = """\
 methods:
@@ -22,6 +22,11 @@ fidelity = lp_time / predicted_time (<= 1): how much of the method's own LP opti
 mcf_ratio = mcf_time / predicted_time (<= 1): the same against the link MCF optimum, the best any schedule
 can do (pmcf over disjoint paths can be far from it on switched trees: try --paths shortest).
 Both LP times are certified lower bounds (weak duality), so neither ratio can exceed 1.
+
+all-to-allv (--demand D.csv): times are the all-to-allv's (volumes scaled to mean 1 per pair);
+a path schedule keeps C chunks per pair, each 1/C of its volume; a link schedule gets whole
+chunks of one size, T[s][d] per pair (rows and columns summing to N*C when D is balanced, as
+MSCCL needs).  The IR records the demand (docs/formats.md).
 """
 
 
@@ -45,6 +50,7 @@ def summary(schedule: Schedule, path) -> dict:
         "mcf_time": schedule.info.get("mcf_time"),
         "mcf_ratio": ratio(schedule.info["mcf_time"], t) if "mcf_time" in schedule.info else None,
         "output": str(path),
+        **({} if schedule.demand is None else {"demand": schedule.demand.to_json_dict(max_ranks=0)}),
     }
 
 
@@ -68,11 +74,12 @@ def run(args) -> int:
     check_writable(args.output)
     topology = topology_from_args(args)
     fabric = fabric_from_args(args)
+    demand = demand_from_args(args, topology.n_hosts)
     options = {k: v for k, v in (("paths", args.paths), ("max_paths", args.max_paths)) if v}
     schedule = build_schedule(
         topology, fabric, args.method, max_chunks=args.max_chunks or 16, min_fidelity=args.min_fidelity,
         steps=args.steps,
-        solve_options=options, progress=None if args.quiet else progress,
+        solve_options=options, progress=None if args.quiet else progress, demand=demand,
     )
     save_schedule(schedule, args.output)
     s = summary(schedule, args.output)
@@ -96,6 +103,7 @@ def register(subparsers) -> None:
     add_chunking_args(p)
     applies_only(p, CHUNKING_OPTIONS)
     add_fabric_args(p)
+    add_demand_arg(p)
     add_output_args(p, "FILE.json", "the schedule IR", "method, steps, chunks_per_shard, predicted_time, lp_time, "
                                                        "fidelity, mcf_time, mcf_ratio, ...")
     p.set_defaults(func=run)

@@ -11,8 +11,9 @@ from ..solve.mcf import DEFAULT_SOLVER, PDLP_ABOVE_NNZ
 from ..solve.paths import DEFAULT_MAX_PATHS
 from ..solve.symmetry import AUTO_MIN_COLUMNS, SYMMETRY_MODES
 from ..solve.widest_paths import DEFAULT_TOL
-from .common import PROGRESS_DELAY, add_fabric_args, add_topology_args, applies_only, fabric_from_args, \
-    positive_int, print_json, topology_from_args
+from ..options import ABSENT, GIVEN
+from .common import PROGRESS_DELAY, add_demand_arg, add_fabric_args, add_topology_args, applies_only, \
+    demand_from_args, fabric_from_args, positive_int, print_json, topology_from_args
 
 EPILOG = """\
 methods (Basu et al. 2024, §3):
@@ -35,18 +36,36 @@ GenKautz(1000,4) -- and map that flow to every source; the optimum is the
 same, the LP is smaller.  --symmetry off solves the plain master LP.
 
 progress (stderr, after 2 s; --quiet silences it): stage, elapsed time and the
-LP's iterations and objective.  Ctrl-C stops the LP within about a second,
-stops worker processes and exits 130 without writing --save.
+LP's iterations and objective (PDLP: its restarts and iterations).  Ctrl-C
+stops the LP within about a second (PDLP runs in a child process, which Ctrl-C
+terminates), stops worker processes and exits 130 without writing --save.
 
 parallel per-source work (mcf-decomp, mcf-extp):
   a2a solve genkautz:256,4 --workers 2              local worker processes
   mpiexec -n 8 python -m mpi4py.futures -m a2a_compiler solve genkautz:1000,4 --mpi
                                                     rank 0 solves, the other ranks split sources
 
+several jobs on one fabric (--jobs FILE, docs/formats.md "Jobs"): job j, an all-to-all among its
+hosts with weight w_j; the joint solve is the all-to-allv MCF (as --demand) for the demand w_j on
+the pairs of job j (objective fair: w_j = 1, every job the same per-pair rate), certified by weak
+duality; beside it each job solved alone, and those alone solutions priced together (they share
+links: each job's time is then its busiest link's load with every job's bytes on it).
+--schedules DIR writes, per job, its joint schedule NAME.xml, its alone schedule NAME-alone.xml
+(MPI path files in the job's own rank numbering, for one communicator per job) and
+NAME.topology.json, the fabric as the job sees it ('a2a verify FILE --topology file:...').
+all-to-allv (--demand D.csv, mixture-of-experts): commodity (s,d) ships F*D[s,d]; the
+matrix is scaled to mean 1 per pair (1/F compares with the uniform time at equal volume),
+the dual bound is sum_e c_e*l_e / sum D[s,d]*dist_l(s,d), and the symmetry quotient keeps
+only the automorphisms that leave D invariant (checked entry by entry).  The uniform
+solution of the same method is solved too and priced under D with its routes and steps
+unchanged ("uniform reused"): what reusing one schedule for every batch costs.
+
 examples:
+  a2a solve torus:3x3x3 --jobs jobs.json --forwarding nic --schedules jobs/
   a2a solve torus:3x3x3 --link-bw 25Gbps --host-bw 100Gbps --forwarding nic --json
   a2a solve hypercube:4 --method pmcf --paths ksp:4
   a2a solve genkautz:64,4 --method mcf-extp --save gk64.npz
+  a2a demand zipf 8 --alpha 1 -o D.csv && a2a solve bipartite:4 --demand D.csv
 """
 
 
@@ -62,6 +81,14 @@ METHOD_OPTIONS = {
     "mpi": ("method", ("mcf-decomp", "mcf-extp")),
     "symmetry": ("method", ("mcf-decomp", "mcf-extp", "tsmcf")),
 }
+#: Options of one solve and of --jobs (a jobs file gives the demand; the joint solve is the demand-aware MCF-extP).
+JOBS_OPTIONS = {
+    "method": ("jobs", ABSENT),
+    "save": ("jobs", ABSENT),
+    "demand": ("jobs", ABSENT),
+    "schedules": ("jobs", GIVEN),
+    "max_chunks": ("schedules", GIVEN),
+}
 
 
 def register(sub) -> None:
@@ -70,6 +97,7 @@ def register(sub) -> None:
                        "Solve the all-to-all maximum concurrent multicommodity flow on a topology.", EPILOG)
     add_topology_args(p)
     add_fabric_args(p)
+    add_demand_arg(p)
     g = p.add_argument_group("solver")
     g.add_argument("--method", choices=list(METHODS), default="mcf-decomp",
                    help="flow formulation (default mcf-decomp); see 'methods' below")
@@ -107,12 +135,19 @@ def register(sub) -> None:
     g.add_argument("--mpi", action="store_true",
                    help="run per-source work on MPI ranks (mpi4py.futures); launch under "
                         "'mpiexec -n K python -m mpi4py.futures -m a2a_compiler solve ...'")
-    applies_only(p, METHOD_OPTIONS)
+    j = p.add_argument_group("several jobs on one fabric")
+    j.add_argument("--jobs", metavar="FILE", help="jobs file: host subsets with weights and an objective "
+                                                  "(fair or weighted); solve them jointly and each alone")
+    j.add_argument("--schedules", metavar="DIR", help="with --jobs: write each job's joint and alone MPI path "
+                                                      "schedules and its topology into DIR")
+    j.add_argument("--max-chunks", type=positive_int, default=64, metavar="C",
+                   help="with --schedules: most chunks per shard (default 64)")
     o = p.add_argument_group("output")
     o.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     o.add_argument("--save", metavar="FILE.npz",
                    help="write the solution (flows per unit demand, paths, certificate) to FILE.npz")
     o.add_argument("-q", "--quiet", action="store_true", help="no progress messages on stderr")
+    applies_only(p, {**METHOD_OPTIONS, **JOBS_OPTIONS})
     p.set_defaults(func=run)
 
 
@@ -145,30 +180,85 @@ def run(args) -> int:
     """``a2a solve``: :func:`a2a_compiler.solve.solve`, optionally save, print the summary."""
     from ..files import check_writable
 
+    if args.jobs:
+        return run_jobs(args)
     if args.save:
         check_writable(args.save)
     topo = topology_from_args(args)
     fabric = fabric_from_args(args)
+    demand = demand_from_args(args, topo.n_hosts)
     reporter = None if args.quiet else Progress(delay=PROGRESS_DELAY)
     try:
-        sol = solve(topo, fabric, args.method, progress=reporter, **method_options(args))
+        sol = solve(topo, fabric, args.method, demand=demand, progress=reporter, **method_options(args))
+        uniform = None if demand is None else solve(topo, fabric, args.method, progress=reporter,
+                                                    **method_options(args))
     finally:
         if reporter:
             reporter.close()
     if args.save:
         sol.save(args.save)
     s = sol.summary()
+    if uniform is not None:
+        reused = uniform.time_under(topo, demand)
+        s["uniform_reused"] = {"flow_time": reused, "uniform_flow_time": uniform.a2a_time,
+                               "slowdown": reused / sol.a2a_time}
     if args.json:
         print_json(s)
         return 0
     print(f"{s['spec']}: {s['hosts']} hosts, {fabric.describe()}")
-    print(f"method {s['method']}: concurrent flow F = {s['concurrent_flow']:.9g}, all-to-all time 1/F = "
+    if demand is not None:
+        st = demand.stats()
+        print(f"demand {demand.source}: volumes scaled to mean 1 per pair, largest {st['max']:.3g}, busiest "
+              f"receiver {st['max_receive']:.3g} (uniform {topo.n_hosts - 1}), sha256 {demand.sha256[:12]}")
+    what = "all-to-allv" if demand is not None else "all-to-all"
+    print(f"method {s['method']}: concurrent flow F = {s['concurrent_flow']:.9g}, {what} time 1/F = "
           f"{s['flow_time']:.6g} link-times")
     print(f"certified upper bound {s['upper_bound']:.9g}, gap {s['gap']:.2e}, solved in {s['solve_seconds']:.2f} s")
     if s["throughput_bound_GBps"] is not None:
         print(f"throughput bound (N-1)*F*b = {s['throughput_bound_GBps']:.4g} GB/s")
+    if uniform is not None:
+        u = s["uniform_reused"]
+        print(f"uniform {s['method']} solution reused under the demand (routes and steps unchanged): "
+              f"{u['flow_time']:.6g} link-times, {u['slowdown']:.3f}x the re-solved")
     if s["paths"]:
         print(f"{s['paths']} weighted paths")
     if args.save:
         print(f"saved {args.save}")
+    return 0
+
+
+def run_jobs(args) -> int:
+    """``a2a solve SPEC --jobs FILE``: :func:`a2a_compiler.jobs.solve_jobs`, per-job schedules, the summary."""
+    from pathlib import Path
+
+    from ..jobs import load_jobs, solve_jobs, write_job_schedules
+
+    if args.schedules and not Path(args.schedules).is_dir():
+        raise A2AError(f"--schedules {args.schedules}: not a directory")
+    topo = topology_from_args(args)
+    fabric = fabric_from_args(args)
+    jobs = load_jobs(args.jobs, topo.n_hosts)
+    reporter = None if args.quiet else Progress(delay=PROGRESS_DELAY)
+    try:
+        result = solve_jobs(topo, fabric, jobs, progress=reporter)
+    finally:
+        if reporter:
+            reporter.close()
+    written = write_job_schedules(result, topo, args.schedules, args.max_chunks) if args.schedules else []
+    s = {"spec": topo.spec, **result.summary(), "schedules": [str(p) for p in written]}
+    if args.json:
+        print_json(s)
+        return 0
+    print(f"{topo.spec}: {len(jobs.jobs)} jobs, objective {jobs.objective}, {fabric.describe()}")
+    print(f"joint      F = {s['joint_concurrent_flow']:.6g} per unit of volume (certified bound "
+          f"{s['joint_upper_bound']:.6g}, gap {s['joint_gap']:.1e}); volumes: the weights scaled to mean 1 per pair")
+    print(f"  {'job':12s} {'hosts':>5s} {'weight':>7s} {'joint time':>11s} {'alone time':>11s} "
+          f"{'alone, together':>16s}")
+    for j in s["jobs"]:
+        print(f"  {j['name'][:12]:12s} {len(j['hosts']):5d} {j['weight']:7.3g} {j['joint_time']:11.5g} "
+              f"{j['alone_time']:11.5g} {j['alone_together_time']:16.5g}")
+    print(f"together   the alone solutions reach F = {s['alone_together_concurrent_flow']:.6g}: the joint "
+          f"solve is {s['joint_over_alone_together']:.4f}x that (times in link-times for unit shards)")
+    for path in written:
+        print(f"saved      {path}")
     return 0

@@ -110,8 +110,18 @@ def register(sub) -> None:
                        DESCRIPTION, EPILOG, EXIT_CODES)
     _fabric_args(b)
     b.add_argument("--schedule", action="append", default=[], metavar="FILE",
-                   help="a schedule to measure (MSCCL, oneCCL-style or MPI path XML); repeat for several")
+                   help="a schedule to measure (MSCCL, oneCCL-style or MPI path XML); repeat for several.  With "
+                        "--jobs: a set A.xml,B.xml of MPI path schedules, one per job in file order, run at once")
+    b.add_argument("--jobs", metavar="FILE",
+                   help="several jobs at once (a2a solve --jobs FILE --schedules DIR writes their schedules): "
+                        "each job its own MPI communicator, every iteration started together; per job: time, "
+                        "throughput, check, and the prediction with every job's bytes on the shared links "
+                        "(NIC forwarding)")
     b.add_argument("--native", action="store_true", help="also measure native MPI_Alltoall on the default routes")
+    b.add_argument("--demand", metavar="FILE",
+                   help="MoE all-to-allv: run every item as the all-to-allv of this demand matrix (CSV or .npy, "
+                        "scaled to mean 1 per pair): pair s->d sends D[s,d]*m bytes for each --sizes m; schedules "
+                        "through runtimes.mpi.Alltoallv, --native as MPI_Alltoallv; the bound is (N-1)*F(D)*b")
     b.add_argument("--default-routes", action="store_true",
                    help="also measure the default (SSSP) routes as a path schedule, labelled sssp: each shard whole "
                         "on its route, steered under NIC forwarding, relayed by the ranks under host forwarding")
@@ -212,10 +222,15 @@ def run_bench(args) -> int:
 
     from runtimes.testbed.bench import bench
 
-    result = bench(topology_from_args(args), _fabric(args), [Path(s) for s in args.schedule],
+    if args.jobs:
+        return _run_jobs_bench(args)
+    from .common import demand_from_args
+
+    topology = topology_from_args(args)
+    result = bench(topology, _fabric(args), [Path(s) for s in args.schedule],
                    native=args.native, default_routes=args.default_routes, sizes=args.sizes, iters=args.iters,
                    warmup=args.warmup, name=args.name, force=args.force, fft=args.fft, timeout=args.timeout,
-                   progress=_say(args))
+                   progress=_say(args), demand=demand_from_args(args, topology.n_hosts))
     if args.plot:
         from runtimes.testbed.plot import plot_bench
 
@@ -231,12 +246,58 @@ def run_bench(args) -> int:
     return 1 if result.failed else 0
 
 
+def _run_jobs_bench(args) -> int:
+    """``bench --jobs FILE --schedule A.xml,B.xml ...``: :func:`runtimes.testbed.jobs.bench_jobs`."""
+    from pathlib import Path
+
+    from ..jobs import load_jobs
+    from runtimes.testbed.jobs import bench_jobs
+
+    other = [flag for flag, given in (("--native", args.native), ("--default-routes", args.default_routes),
+                                      ("--fft", args.fft), ("--plot", args.plot)) if given]
+    if other:
+        raise A2AError(f"{', '.join(other)} do not apply with --jobs")
+    topology = topology_from_args(args)
+    jobs = load_jobs(args.jobs, topology.n_hosts)
+    sets = [[Path(f) for f in s.split(",") if f] for s in args.schedule]
+    result = bench_jobs(topology, _fabric(args), jobs, sets, sizes=args.sizes, iters=args.iters,
+                        warmup=args.warmup, name=args.name, force=args.force, timeout=args.timeout,
+                        progress=_say(args))
+    if args.json:
+        print_json(result.to_json())
+    else:
+        h = result.header
+        print(f"# {h['spec']}: jobs " + ", ".join(f"{j['name']} ({len(j['hosts'])} hosts)" for j in h["jobs"])
+              + f"; link {h['fabric']['link_bw_Bps'] * 8 / 1e6:g} Mbit/s; {h['iters']} timed iterations after "
+              f"{h['warmup']} warm-up, each job's time = median of its slowest rank's; jobs start together")
+        cols = [("set", 28), ("job", 8), ("bytes", 9), ("time(s)", 9), ("MB/s", 7), ("pred MB/s", 10),
+                ("file bound", 11), ("check", 6), ("routes", 9)]
+        print("# " + " ".join(f"{c:{w}}" if i < 2 else f"{c:>{w}}" for i, (c, w) in enumerate(cols)))
+        for r in result.results:
+            fb = r["file_throughput_bound_GBps"]
+            cells = [r["label"][:28], r["job"][:8], r["size_bytes"], f"{r['time_median_s']:.3f}",
+                     f"{r['algbw_GBps'] * 1e3:.3f}", f"{r['predicted_algbw_GBps'] * 1e3:.3f}",
+                     "-" if fb is None else f"{fb * 1e3:.3f}", "ok" if r["verified"] else "FAILED",
+                     "ok" if r["routes_followed"] else "OFF-ROUTE"]
+            print("  " + " ".join(f"{c:{w}}" if i < 2 else f"{c:>{w}}" for i, (c, (_, w)) in
+                                  enumerate(zip(cells, cols))))
+    for w in result.warnings:
+        print(f"a2a testbed: warning: {w}", file=sys.stderr)
+    for f in result.failed:
+        print(f"a2a testbed: FAILED {f}", file=sys.stderr)
+    return 1 if result.failed else 0
+
+
 def _print_table(result) -> None:
     h = result.header
     fab = h["fabric"]
     host = "unlimited" if fab["host_bw_Bps"] is None else f"{fab['host_bw_Bps'] * 8 / 1e6:g} Mbit/s"
     print(f"# {h['spec']}: {h['ranks']} ranks, link {fab['link_bw_Bps'] * 8 / 1e6:g} Mbit/s, host {host}, "
           f"{fab['forwarding']} forwarding, default routes {h['default_routes']}")
+    if h.get("demand"):
+        print(f"# all-to-allv of demand {h['demand']['source']} (sha256 {h['demand']['sha256'][:12]}, mean 1 per "
+              f"pair): bytes = the mean block m, pair s->d sends D[s,d]*m; native = MPI_Alltoallv; MB/s = bytes a "
+              f"rank sends per second, averaged")
     print(f"# MCF bound (N-1)*F*b = {h['throughput_bound_GBps'] * 1e3:.3f} MB/s (F = {h['mcf_flow']:.6g}); "
           f"{h['iters']} timed iterations after {h['warmup']} warm-up, time = median of the slowest rank's")
     native = {r["size_bytes"]: r["algbw_GBps"] for r in result.results if r["item"] == "native"}

@@ -26,6 +26,7 @@ def summary(topology: Topology, progress=None) -> dict:
         "hosts": topology.n_hosts,
         "switches": topology.n_switches,
         "links": topology.n_links,
+        "cables": topology.n_cables // (1 if not topology.is_symmetric() else 2),
         "directed": not topology.is_symmetric(),
         "degree_min": int(deg.min()),
         "degree_max": int(deg.max()),
@@ -38,7 +39,10 @@ def summary(topology: Topology, progress=None) -> dict:
 
 
 def _human(s: dict) -> str:
-    kind = "arcs (directed)" if s["directed"] else f"links ({s['links'] // 2} cables)"
+    parallel = s["cables"] != s["links"] // 2
+    kind = "arcs (directed)" if s["directed"] else \
+        f"links ({s['links'] // 2} cables)" if not parallel else \
+        f"links ({s['links'] // 2} port groups of {s['cables']} cables)"
     lines = [
         f"topology   {s['spec']}",
         f"nodes      {s['hosts']} hosts, {s['switches']} switches",
@@ -57,8 +61,11 @@ def run(args) -> int:
     """``a2a topo``: build, summarise, optionally save the topology."""
     from ..files import check_writable
 
-    if args.save:
-        check_writable(args.save)
+    from ..files import atomic_write
+    from ..topology.ibnet import net_file
+
+    for path in filter(None, (args.save, args.ibnet)):
+        check_writable(path)
     reporter = None if args.quiet else Progress(delay=PROGRESS_DELAY)
     try:
         if reporter:
@@ -70,14 +77,19 @@ def run(args) -> int:
     finally:
         if reporter:
             reporter.close()
+    net = net_file(topology) if args.ibnet else None
     if args.save:
         topology.save(args.save)
+    if net is not None:
+        atomic_write(args.ibnet, net)
     if args.json:
         print_json(s)
     else:
         print(_human(s))
         if args.save:
             print(f"saved      {args.save}")
+        if args.ibnet:
+            print(f"ibnet      {args.ibnet} (ibsim's net file; ibnetdiscover's format)")
     return 0
 
 
@@ -88,10 +100,14 @@ def register(subparsers) -> None:
                        EPILOG)
     add_topology_args(p)
     p.add_argument("--json", action="store_true",
-                   help="print one JSON object (spec, hosts, switches, links, degree_min, degree_max, diameter, "
+                   help="print one JSON object (spec, hosts, switches, links, cables, degree_min, degree_max, diameter, "
                         "mean_distance, distance_bound_F, thm1_time, ...) instead of the summary")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("--save", metavar="FILE",
                    help="write the topology in the JSON topology format (docs/formats.md), atomically; "
                         "load it back with file:FILE")
+    p.add_argument("--ibnet", metavar="FILE",
+                   help="write the topology as an InfiniBand fabric in ibnetdiscover's format, the net file ibsim "
+                        "simulates (hosts must be CA ports cabled to switches; docs/infiniband.md); "
+                        "read it back with ibnet:FILE")
     p.set_defaults(func=run)

@@ -8,18 +8,24 @@ from dataclasses import dataclass
 from ..cli import command_parser
 from ..errors import A2AError
 from ..fabric import parse_bandwidth
-from .common import SPEC_HELP, add_fabric_args, add_topology_args, print_json, topology_from_args
+from ..formats.msccl_rules import DEFAULT_TARGET, TARGETS
+from .common import SPEC_HELP, add_demand_arg, add_fabric_args, add_topology_args, print_json, topology_from_args
 
-HELP = "check an MSCCL / oneCCL-style / MPI path XML schedule (rules, data movement, deadlock, topology, time)"
+HELP = ("check an MSCCL / oneCCL-style / MPI path XML schedule or an MSCCL++ plan (rules, data movement, deadlock, "
+        "topology, time)")
 
 DESCRIPTION = """\
-Verify a lowered all-to-all schedule in any of the three formats (detected from the
-root element: <algo> MSCCL, <oneccl_algo> oneCCL-style, <mpi_paths> MPI path).
+Verify a lowered all-to-all schedule in any of the four formats (detected from the
+root element: <algo> MSCCL, <oneccl_algo> oneCCL-style, <mpi_paths> MPI path; a JSON
+object is an MSCCL++ execution plan).
 
 checks:
-  executor rules     MSCCL only: every rule the MSCCL executor applies (lexical form on the raw
+  executor rules     MSCCL++: the executor's loader rules and limits (docs/msccl.md).
+                     MSCCL: every rule the --target executor applies (lexical form on the raw
                      text, required attributes, ids, <= 64 steps per tb, cnt, depid, offsets,
-                     one tb per (peer, channel, direction), dependencies, hasdep, nops)
+                     one tb per (peer, channel, direction), dependencies, hasdep, nops, thread
+                     blocks per GPU (nccl 1024, rccl 64), channels (nccl 32, rccl 128), the XML
+                     parser's <= 4095 nodes per rank and <= 1024 gpus; docs/msccl.md)
   data movement      symbolic execution with labelled chunks: every rank's output is the
                      all-to-all transpose, each chunk delivered once, no read of unwritten data,
                      no overwrite of live data, local accesses ordered by dependencies
@@ -37,11 +43,20 @@ checks:
                      the method's own LP optimum the file records; MCF ratio = mcf_time /
                      predicted time, mcf_time the link MCF optimum 1/F, solved (certified)
 
-Every file the compiler writes records its topology spec, method, fabric and LP times (a comment,
-docs/formats.md), so 'a2a verify FILE' with no other option reports what 'a2a compile' said.
-Fabric flags (--link-bw, --host-bw, --forwarding) replace the recorded values and --topology the
-recorded spec, each difference with a warning on stderr; files of other tools (msccl-tools) record
-nothing: give them --topology and the fabric flags.
+Every file the compiler writes records its topology spec, method, fabric, demand and LP times (a
+comment; an MSCCL++ plan's "a2a_record" key; docs/formats.md), so 'a2a verify FILE' with no other
+option reports what 'a2a compile' said.  Fabric flags (--link-bw, --host-bw, --nvlink-bw,
+--forwarding) replace the recorded values and --topology the recorded spec, each difference with a
+warning on stderr; files of other tools (msccl-tools, the MSCCL++ DSL) record nothing: give them
+--topology and the fabric flags.
+
+all-to-allv (--demand D.csv, default: the demand the file records): data movement is checked
+against the demand.  MSCCL XML is read in the fixed-size-buffer layout of D (T[i][j] chunks of rank i for rank j at input offset
+sum_{k<j} T[i][k], output offset sum_{k<i} T[k][j]; 'a2a demand show D.csv --chunks C' prints T);
+files compiled for a demand record it (MSCCL in its record, oneCCL-style and MPI path files
+in <rank volumes=...>), and it must be D's.  A plain
+all-to-all oneCCL or MPI path file is valid for any D and is priced under it, reused (routes
+and steps unchanged).  Times are then the all-to-allv's, and the LP optimum is 1/F(D).
 
 Warnings (a receive described differently from its send, many channels or thread blocks) do not
 make a file invalid unless --strict.
@@ -62,11 +77,16 @@ def register(sub) -> None:
                        {0: "every FILE passes every check",
                         1: "some FILE is an invalid schedule (each error is listed with its location)",
                         2: "user error: some FILE is unreadable (missing, malformed, hostile XML) or an option is bad"})
-    p.add_argument("files", nargs="+", metavar="FILE", help="schedule XML (MSCCL, oneCCL-style or MPI path)")
+    p.add_argument("files", nargs="+", metavar="FILE",
+                   help="schedule XML (MSCCL, oneCCL-style or MPI path) or MSCCL++ plan (JSON)")
     p.add_argument("--topology", metavar="SPEC", dest="spec",
                    help=f"check transfers against this topology instead of the recorded one; {SPEC_HELP}")
     add_topology_args(p, positional=False)
     add_fabric_args(p)
+    add_demand_arg(p, "check the schedule as an all-to-allv of this demand matrix (CSV or .npy, N x N; see above; "
+                      "default: the demand the file records)")
+    p.add_argument("--target", choices=sorted(TARGETS), default=DEFAULT_TARGET,
+                   help="MSCCL executor whose limits apply: nccl (msccl-executor-nccl, default) or rccl (ROCm)")
     p.add_argument("--no-lp", action="store_true", help="do not solve the link MCF (mcf_time is then the recorded one)")
     p.add_argument("--deadlock-free", action="store_true",
                    help="MPI path files: prove the routes' channel dependency graph over (link, virtual channel) "
@@ -77,7 +97,7 @@ def register(sub) -> None:
                         "difference), more than 32 channels or 108 thread blocks, i_chunks above nchunksperloop")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object per file (docs/json.md): valid, file, format, spec, method, fabric, "
-                        "ranks, chunks_per_shard, program, checks, errors, warnings, overrides, predicted_time, "
+                        "ranks, chunks_per_shard, program, target, parser_nodes, checks, errors, warnings, overrides, predicted_time, "
                         "lp_time, mcf_time, fidelity, mcf_ratio; several files: {valid, files: [...]}; an "
                         "unreadable file gives valid false and the reason in errors")
     p.add_argument("--junit", metavar="OUT.xml",
@@ -90,7 +110,9 @@ def _fabric_overrides(args) -> dict:
     """The fabric fields the flags give, to replace the recorded ones."""
     return {"link_bw": None if args.link_bw is None else parse_bandwidth(args.link_bw, "--link-bw"),
             "host_bw": None if args.host_bw is None else parse_bandwidth(args.host_bw, "--host-bw"),
-            "forwarding": args.forwarding}
+            "forwarding": args.forwarding,
+            "nvlink_bw": None if args.nvlink_bw is None else parse_bandwidth(args.nvlink_bw, "--nvlink-bw")}
+
 
 
 def run(args) -> int:
@@ -103,14 +125,20 @@ def run(args) -> int:
 
     if args.junit:
         check_writable(args.junit)
-    topology = topology_from_args(args) if args.spec else None
+    topology = topology_from_args(args, link_classes=False) if args.spec else None
     overrides = _fabric_overrides(args)
+    demand = None
+    if args.demand:
+        from ..demand import read_demand
+
+        demand = read_demand(args.demand, None if topology is None else topology.n_hosts)
+        demand = None if demand.is_uniform else demand
     outcomes = []
     for path in args.files:
         t0 = time.perf_counter()
         try:
-            report, error = verify_file(path, topology, overrides, lp=not args.no_lp,
-                                        deadlock_free=args.deadlock_free, strict=args.strict), None
+            report, error = verify_file(path, topology, overrides, lp=not args.no_lp, deadlock_free=args.deadlock_free,
+                                        strict=args.strict, demand=demand, target=args.target), None
         except A2AError as exc:
             report, error = None, str(exc)
         outcomes.append(Outcome(path, report, error, time.perf_counter() - t0))
@@ -192,7 +220,7 @@ def _human(report) -> str:
     perf = report.perf
     if perf is not None:
         line = f"  predicted time     {perf.predicted_time:.6g} link-times"
-        if report.format == "msccl":
+        if report.format in ("msccl", "mscclpp"):
             line += " as a dataflow"
         elif report.format == "oneccl":
             line += f" over {len(perf.step_loads)} steps"

@@ -1,5 +1,9 @@
-"""The MSCCL executor's acceptance rules, in one place (reference notes: msccl-executor-nccl's
-parser and kernel; msccl-tools' lowering).
+"""The MSCCL executors' acceptance rules, in one place (facts from Azure/msccl-executor-nccl's
+``src/misc/msccl/msccl_parser.cc``, ``src/include/msccl/msccl_struct.h``, ``msccl_parser.h``,
+``makefiles/common.mk`` and ROCm/rccl's copies of them; docs/msccl.md cites each rule).
+
+Two executors read MSCCL XML with the same parser but different limits: the
+:data:`TARGETS` ``nccl`` (msccl-executor-nccl, NCCL 2.23) and ``rccl`` (ROCm's RCCL).
 
 The lowering (:mod:`a2a_compiler.lower.msccl`) stays within the limits, the
 verifier (:mod:`a2a_compiler.verify`) reports every broken rule, and the MPI
@@ -8,9 +12,10 @@ each usable alone, each naming the location (line, or gpu/tb/step):
 
 * :func:`check_lexical` — the executor's hand-written tokenizer, on the raw text;
 * :func:`check_attributes` — required attributes and known elements, on the parsed tree;
-* :func:`check_rules` — on the program, one function per rule family:
-  :func:`check_algo`, :func:`check_gpus`, :func:`check_thread_blocks`,
-  :func:`check_steps`, :func:`check_dependencies`, then :func:`check_connections`.
+* :func:`check_rules` — on the program for one :class:`Target`, one function per rule
+  family: :func:`check_algo`, :func:`check_gpus`, :func:`check_parser`,
+  :func:`check_thread_blocks`, :func:`check_steps`, :func:`check_dependencies`, then
+  :func:`check_connections`.
 """
 
 from __future__ import annotations
@@ -21,17 +26,65 @@ from dataclasses import dataclass, field
 
 from .msccl import ALGO_ATTRS, GPU_ATTRS, PROTOS, STEP_ATTRS, TB_ATTRS, MscclGpu, MscclProgram
 
-#: Executor limits: steps per thread block (default build), chunks per step, the int8 ``depid``,
-#: the int16 offsets, sending / receiving thread blocks per channel, thread blocks per gpu.
+#: Limits both executors share: steps per thread block (``MSCCL_MAX_NUM_STEPS``, default build),
+#: chunks per step (``count < MSCCL_MAX_COUNT`` = 72), the int8 ``depid``, the int16 offsets,
+#: sending / receiving thread blocks per channel (``MSCCL_MAX_NUM_THREAD_BLOCKS_PER_CHANNEL``).
 MAX_STEPS_PER_TB = 64
 MAX_CNT = 71
 MAX_DEPID = 127
 MAX_OFFSET = 32767
 MAX_PEER_TBS_PER_CHANNEL = 32
-MAX_TBS = 1024
+#: The XML parser (``msccl_parser.h``): it stores a rank's ``<algo>``, every ``<gpu>``, and that
+#: rank's ``<tb>`` and ``<step>`` elements in a table of ``MAX_NODES`` = 4096 and fails as soon as
+#: the table is full and one more tag is read (there always is one: ``</algo>``), so at most 4095;
+#: a node has at most ``MAX_SUBS`` = 1024 children (not bounds-checked: more overwrite memory),
+#: at most ``MAX_ATTR_COUNT`` = 16 attributes (later ones are ignored), names of at most 253
+#: characters and values of at most 255 (the value buffer is not bounds-checked).
+MAX_PARSER_NODES = 4095
+MAX_CHILDREN = 1024
+MAX_ATTRS = 16
+MAX_NAME_LEN = 253
+MAX_VALUE_LEN = 255
 #: Beyond these the executor still loads the file, but it is unusual enough to warn.
 WARN_CHANNELS = 32
 WARN_TBS = 108  # SMs of an A100
+
+
+@dataclass(frozen=True)
+class Target:
+    """One MSCCL executor: the limits that differ between them, and how it finds files."""
+
+    name: str
+    executor: str
+    max_tbs: int        # MSCCL_MAX_NUM_THREAD_BLOCKS: thread block ids per GPU
+    max_channels: int   # MAXCHANNELS: channels NCCL/RCCL can build
+    file_order: str     # the order files of $MSCCL_ALGO_DIR are tried in
+
+
+#: ``--target`` name -> :class:`Target`.
+TARGETS = {
+    "nccl": Target("nccl", "msccl-executor-nccl (NCCL 2.23)", 32 * 32, 32, "sorted by path"),
+    "rccl": Target("rccl", "RCCL (ROCm)", 64, 128, "readdir order (unsorted)"),
+}
+DEFAULT_TARGET = "nccl"
+#: The NCCL limit on thread blocks per GPU, the largest of the targets'.
+MAX_TBS = TARGETS["nccl"].max_tbs
+
+
+def get_target(name: str | Target) -> Target:
+    """The :class:`Target` called ``name`` (a :class:`Target` is returned as it is)."""
+    from ..errors import A2AError
+
+    if isinstance(name, Target):
+        return name
+    if name not in TARGETS:
+        raise A2AError(f"--target must be one of {', '.join(TARGETS)}, got {name!r}")
+    return TARGETS[name]
+
+
+def parser_nodes(p: MscclProgram, g: MscclGpu) -> int:
+    """Parser table entries when rank ``g.id`` loads ``p``: ``<algo>``, every ``<gpu>``, ``g``'s tbs and steps."""
+    return 1 + len(p.gpus) + len(g.tbs) + sum(len(tb.steps) for tb in g.tbs)
 #: Step types and the buffers they read (src) / write (dst) locally.
 DATA_TYPES = {"s": (True, False), "r": (False, True), "rcs": (True, True), "cpy": (True, True)}
 REDUCE_TYPES = ("re", "rrs", "rrc", "rrcs")
@@ -131,6 +184,25 @@ def check_attributes(root) -> list[str]:
                       + " ".join(f'{a}="{MSCCL_TOOLS_OMITS[a]}"' for a in missing) + " to <algo>")
     need(root, [a for a in ALGO_ATTRS if a not in MSCCL_TOOLS_OMITS], "algo")
 
+    for el in root.iter():
+        if not isinstance(el.tag, str):
+            continue
+        where = f"line {el.sourceline}: <{el.tag}>"
+        if len(el.tag) > MAX_NAME_LEN or any(len(k) > MAX_NAME_LEN for k in el.attrib):
+            errors.append(f"{where} has a name over {MAX_NAME_LEN} characters (the parser fails on it)")
+        long = [k for k, v in el.attrib.items() if len(v) > MAX_VALUE_LEN]
+        if long:
+            errors.append(f"{where} attribute {long[0]!r} is {len(el.get(long[0]))} characters long; the parser's "
+                          f"value buffer holds {MAX_VALUE_LEN} (and is not bounds-checked)")
+        if len(el.attrib) > MAX_ATTRS:
+            lost = [k for k in list(el.attrib)[MAX_ATTRS:]
+                    if k in {"algo": ALGO_ATTRS, "gpu": GPU_ATTRS, "tb": TB_ATTRS, "step": STEP_ATTRS}.get(el.tag, ())]
+            if lost:
+                errors.append(f"{where} has {len(el.attrib)} attributes; the parser reads the first {MAX_ATTRS} and "
+                              f"never sees {', '.join(map(repr, lost))}")
+        if len(errors) >= MAX_LEXICAL_REPORTS:
+            break
+
     def elements(parent, tag, where):
         """``parent``'s ``<tag>`` children; any other element is reported."""
         for el in parent:
@@ -173,20 +245,21 @@ class Findings:
         self.warnings.append(msg)
 
 
-def check_rules(p: MscclProgram) -> Findings:
-    """Every program-level rule: the families below, then :func:`check_connections` if the
-    structure is sound.  ``sound`` in the result means no error at all: only then is the
-    program worth simulating or running."""
+def check_rules(p: MscclProgram, target: str | Target = DEFAULT_TARGET) -> Findings:
+    """Every program-level rule of executor ``target``: the families below, then
+    :func:`check_connections` if the structure is sound.  ``sound`` in the result means no
+    error at all: only then is the program worth simulating or running."""
     f = Findings()
-    for family in (check_algo, check_gpus, check_thread_blocks, check_steps, check_dependencies):
-        family(p, f)
+    t = get_target(target)
+    for family in (check_algo, check_gpus, check_parser, check_thread_blocks, check_steps, check_dependencies):
+        family(p, f, t)
     if f.sound:
         check_connections(p, f)
     f.sound = not f.errors
     return f
 
 
-def check_algo(p: MscclProgram, f: Findings) -> None:
+def check_algo(p: MscclProgram, f: Findings, t: Target = TARGETS[DEFAULT_TARGET]) -> None:
     """``<algo>``: protocol, collective, in/out of place, channels, byte range, sizes."""
     if p.proto not in PROTOS:
         f.error(f"algo: proto={p.proto!r}, must be one of {', '.join(PROTOS)}")
@@ -197,6 +270,9 @@ def check_algo(p: MscclProgram, f: Findings) -> None:
                 f"outofplace=\"1\"")
     if p.nchannels < 1:
         f.error(f"algo: nchannels={p.nchannels}, must be at least 1")
+    elif p.nchannels > t.max_channels:
+        f.error(f"algo: nchannels={p.nchannels}, over the {t.max_channels} channels {t.executor} can build "
+                f"(MAXCHANNELS); it refuses the algorithm")
     elif p.nchannels > WARN_CHANNELS:
         f.warn(f"algo: nchannels={p.nchannels}; NCCL rarely builds that many channels")
     if p.min_bytes < 0 or p.max_bytes < 0 or (p.max_bytes and p.max_bytes < p.min_bytes):
@@ -218,7 +294,7 @@ def buffer_sizes(p: MscclProgram, g: MscclGpu) -> dict[str, int]:
     return {"i": p.nchunksperloop, "o": p.nchunksperloop, "s": max(g.s_chunks, 0)}
 
 
-def check_gpus(p: MscclProgram, f: Findings) -> None:
+def check_gpus(p: MscclProgram, f: Findings, t: Target = TARGETS[DEFAULT_TARGET]) -> None:
     """``<gpu>``: ids ``0..ngpus-1`` (in any order), buffer sizes, thread block ids and count."""
     n = len(p.gpus)
     ids = sorted(g.id for g in p.gpus)
@@ -239,13 +315,26 @@ def check_gpus(p: MscclProgram, f: Findings) -> None:
             dup = sorted(k for k, v in Counter(tb_ids).items() if v > 1)
             f.error(f"{gw}: thread block ids {_ranges(tb_ids)} must be 0..{len(tb_ids) - 1} with no gaps"
                     + (f" (duplicates {dup})" if dup else ""), True)
-        if len(g.tbs) > MAX_TBS:
-            f.error(f"{gw}: {len(g.tbs)} thread blocks, over the parser's limit of {MAX_TBS}")
+        if len(g.tbs) > t.max_tbs:
+            f.error(f"{gw}: {len(g.tbs)} thread blocks, over {t.executor}'s limit of {t.max_tbs} per GPU")
         elif len(g.tbs) > WARN_TBS:
             f.warn(f"{gw}: {len(g.tbs)} thread blocks, more than an A100 has SMs ({WARN_TBS})")
 
 
-def check_thread_blocks(p: MscclProgram, f: Findings) -> None:
+def check_parser(p: MscclProgram, f: Findings, t: Target = TARGETS[DEFAULT_TARGET]) -> None:
+    """The XML parser's tables: children per node (gpus under ``<algo>``) and nodes per rank."""
+    if len(p.gpus) > MAX_CHILDREN:
+        f.error(f"algo: {len(p.gpus)} <gpu> elements, over the parser's {MAX_CHILDREN} children per node "
+                f"(MSCCL XML cannot describe more than {MAX_CHILDREN} GPUs)")
+    worst = max(p.gpus, key=lambda g: (parser_nodes(p, g), -g.id), default=None)
+    if worst is not None and parser_nodes(p, worst) > MAX_PARSER_NODES:
+        over = sum(parser_nodes(p, g) > MAX_PARSER_NODES for g in p.gpus)
+        f.error(f"gpu {worst.id}: the parser stores {parser_nodes(p, worst)} nodes for this rank (<algo>, "
+                f"{len(p.gpus)} <gpu>, {len(worst.tbs)} <tb>, {parser_nodes(p, worst) - 1 - len(p.gpus) - len(worst.tbs)} "
+                f"<step>), over its limit of {MAX_PARSER_NODES}" + (f" ({over} ranks over it)" if over > 1 else ""))
+
+
+def check_thread_blocks(p: MscclProgram, f: Findings, t: Target = TARGETS[DEFAULT_TARGET]) -> None:
     """``<tb>``: peers, channel, step count, nop-only blocks, one tb per connection, tbs per channel."""
     n = len(p.gpus)
     for g in p.gpus:
@@ -278,7 +367,7 @@ def check_thread_blocks(p: MscclProgram, f: Findings) -> None:
                             f"{MAX_PEER_TBS_PER_CHANNEL}")
 
 
-def check_steps(p: MscclProgram, f: Findings) -> None:
+def check_steps(p: MscclProgram, f: Findings, t: Target = TARGETS[DEFAULT_TARGET]) -> None:
     """``<step>``: numbering, types, the tb's roles, offsets, ``cnt``, buffer ranges, ``rcs``, nops."""
     for g in p.gpus:
         sizes = buffer_sizes(p, g)
@@ -326,7 +415,7 @@ def check_steps(p: MscclProgram, f: Findings) -> None:
                     f.error(f"{sw}: rcs needs the same src and dst buffer and offset", True)
 
 
-def check_dependencies(p: MscclProgram, f: Findings) -> None:
+def check_dependencies(p: MscclProgram, f: Findings, t: Target = TARGETS[DEFAULT_TARGET]) -> None:
     """``depid``/``deps``: an existing step of another tb (or an earlier one of the same tb), marked ``hasdep``."""
     for g in p.gpus:
         steps_of = {tb.id: tb.steps for tb in g.tbs}

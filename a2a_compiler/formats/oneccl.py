@@ -2,6 +2,8 @@
 
 ``<oneccl_algo>`` → one ``<rank>`` per rank → ``<step id=t>`` (asynchronous
 ``copy``/``send``/``recv`` operations) each followed by ``<sync after=t/>``.
+An all-to-allv program gives every ``<rank>`` its row of chunk counts
+(``chunks="T[r][0] ..."``; the buffers follow that layout) and of demand volumes.
 """
 
 from __future__ import annotations
@@ -10,8 +12,8 @@ from dataclasses import dataclass
 
 from ..errors import FormatError
 from .record import Record
-from .xmlutil import (MAX_BUFFER_CHUNKS, attr_int, attr_str, element, expect_root, rank_elements, reader,
-                      root_element, serialize, where)
+from .xmlutil import (MAX_BUFFER_CHUNKS, attr_int, attr_str, demand_attrs, demand_rows, element, expect_root,
+                      rank_elements, reader, root_element, serialize, where)
 
 ROOT = "oneccl_algo"
 OP_KINDS = ("copy", "send", "recv")
@@ -59,7 +61,17 @@ class OnecclProgram:
     chunks_per_shard: int
     nsteps: int
     ranks: tuple[OnecclRank, ...]
-    record: Record | None = None  # how the file was made (spec, method, fabric, LP times)
+    record: Record | None = None  # how the file was made (spec, method, fabric, demand, LP times)
+    chunk_counts: tuple[tuple[int, ...], ...] | None = None  # all-to-allv: chunks per pair (rows: senders)
+    volumes: tuple[tuple[float, ...], ...] | None = None     # all-to-allv: the demand's volumes
+
+    def counts(self):
+        """Chunks of every pair: :attr:`chunk_counts`, or ``chunks_per_shard`` everywhere."""
+        import numpy as np
+
+        if self.chunk_counts is not None:
+            return np.array(self.chunk_counts, dtype=np.int64)
+        return np.full((self.nranks, self.nranks), self.chunks_per_shard, dtype=np.int64)
 
 
 # ------------------------------------------------------------------ reading
@@ -99,7 +111,13 @@ def oneccl_from_element(root, source: str) -> OnecclProgram:
     if ncl > MAX_BUFFER_CHUNKS:
         raise FormatError(f"{where(root, source)} nchunksperloop={ncl} exceeds the limit of {MAX_BUFFER_CHUNKS}")
     ranks = []
-    for r in rank_elements(root, nranks, source):
+    rank_els = rank_elements(root, nranks, source)
+    counts = demand_rows(rank_els, "chunks", source, nranks, int)
+    volumes = demand_rows(rank_els, "volumes", source, nranks)
+    if counts is not None and (volumes is None or sum(map(sum, counts)) > MAX_BUFFER_CHUNKS * nranks):
+        raise FormatError(f"{source}: chunks= (an all-to-allv layout) needs volumes= too, and at most "
+                          f"{MAX_BUFFER_CHUNKS} chunks per rank")
+    for r in rank_els:
         rid = attr_int(r, "id", source)
         if rid != len(ranks):
             raise FormatError(f"{where(r, source)} id={rid}, expected {len(ranks)} (ranks in id order)")
@@ -140,7 +158,7 @@ def oneccl_from_element(root, source: str) -> OnecclProgram:
         ranks.append(OnecclRank(rid, attr_int(r, "i_chunks", source), attr_int(r, "o_chunks", source),
                                 s_chunks, tuple(steps)))
     return OnecclProgram(attr_str(root, "name", source, ""), nranks, cps, nsteps, tuple(ranks),
-                         Record.from_root(root, source))
+                         Record.from_root(root, source), counts, volumes)
 
 
 parse_oneccl = reader(oneccl_from_element, "oneccl")
@@ -156,8 +174,8 @@ def oneccl_to_xml(program: OnecclProgram) -> bytes:
                                   ("chunks_per_shard", p.chunks_per_shard),
                                   ("nchunksperloop", p.nranks * p.chunks_per_shard), ("nsteps", p.nsteps)])
     for r in p.ranks:
-        re_ = element(root, "rank", [("id", r.id), ("i_chunks", r.i_chunks),
-                                     ("o_chunks", r.o_chunks), ("s_chunks", r.s_chunks)])
+        re_ = element(root, "rank", [("id", r.id), ("i_chunks", r.i_chunks), ("o_chunks", r.o_chunks),
+                                     ("s_chunks", r.s_chunks), *demand_attrs(p, r.id)])
         for t, ops in enumerate(r.steps):
             se = element(re_, "step", [("id", t)])
             for o in ops:

@@ -1,4 +1,5 @@
-"""What a schedule file records about how it was made: spec, method, fabric, LP times (docs/formats.md).
+"""What a schedule file records about how it was made: spec, method, fabric, demand, LP times
+(docs/formats.md).
 
 Every XML file the compiler writes (MSCCL, oneCCL-style, MPI path) carries one
 comment, the first thing inside its root element::
@@ -9,8 +10,10 @@ comment, the first thing inside its root element::
 
 A comment because the MSCCL executor's parser allows at most 16 attributes per
 element and skips comments; the same comment in all three formats, so one reader serves them.
-``a2a verify`` and ``a2a run`` take the fabric, the topology spec and the
-bounds from it; files of other tools (msccl-tools) have none.
+An MSCCL++ execution plan (JSON) carries the same object as its top-level key
+``"a2a_record"`` (the executor reads the keys it knows by name and ignores others).
+``a2a verify`` and ``a2a run`` take the fabric, the topology spec, the demand and the
+bounds from it; files of other tools (msccl-tools, the MSCCL++ DSL) have none.
 """
 
 from __future__ import annotations
@@ -37,7 +40,11 @@ class Record:
     ``spec``: the topology spec (with its puncturing, e.g. ``"torus:3x3x3 -links 3 seed=1"``);
     ``method``: the solver or routing engine; ``fabric``; ``lp_time``: the certified optimum
     of the method's own LP (``None`` for a routing with no LP); ``mcf_time``: the certified
-    link-MCF optimum of the fabric.  Times in link-times for unit shards.
+    link-MCF optimum of the fabric.  Times in link-times for unit shards.  ``demand``: an
+    all-to-allv's ``{source, ranks, sha256[, volumes]}`` (``Demand.to_json_dict``; the
+    times are then the all-to-allv's), ``None`` for the plain all-to-all.  ``volumes``
+    are recorded where the format has no place of its own for them (MSCCL XML); oneCCL-style
+    and MPI path files keep them in ``<rank volumes=...>``.
     """
 
     spec: str
@@ -45,10 +52,21 @@ class Record:
     fabric: Fabric
     lp_time: float | None = None
     mcf_time: float | None = None
+    demand: dict | None = None
 
     def to_json_dict(self) -> dict:
         return {"version": VERSION, "spec": self.spec, "method": self.method, "fabric": self.fabric.to_json_dict(),
-                "lp_time": self.lp_time, "mcf_time": self.mcf_time}
+                "lp_time": self.lp_time, "mcf_time": self.mcf_time,
+                **({} if self.demand is None else {"demand": self.demand})}
+
+    def demand_volumes(self, source: str):
+        """The recorded all-to-allv :class:`~a2a_compiler.demand.Demand` when the record holds its
+        volumes, else ``None``."""
+        if self.demand is None or "volumes" not in self.demand:
+            return None
+        from ..demand import Demand
+
+        return Demand.from_volumes(self.demand["volumes"], f"{source}: {TAG} demand")
 
     def comment(self) -> etree._Comment:
         """The ``<!-- a2a-record {...} -->`` comment (``--`` cannot occur in a comment: escaped in the JSON)."""
@@ -70,6 +88,11 @@ class Record:
             d = json.loads(text)
         except (ValueError, RecursionError):
             raise FormatError(f"{where}: not a JSON object") from None
+        return cls.from_json_dict(d, where)
+
+    @classmethod
+    def from_json_dict(cls, d, where: str) -> "Record":
+        """The record of a decoded JSON object (:meth:`to_json_dict`); a malformed one raises :class:`FormatError`."""
         if not isinstance(d, dict) or d.get("version") != VERSION:
             raise FormatError(f"{where}: expected a version {VERSION} object")
         if not (isinstance(d.get("spec"), str) and isinstance(d.get("method"), str) and isinstance(d.get("fabric"), dict)):
@@ -78,7 +101,24 @@ class Record:
             fabric = Fabric.from_json_dict(d["fabric"])
         except A2AError as exc:
             raise FormatError(f"{where}: fabric: {exc}") from None
-        return cls(d["spec"], d["method"], fabric, *(_time(d.get(k), k, where) for k in ("lp_time", "mcf_time")))
+        demand = d.get("demand")
+        if demand is not None and not (isinstance(demand, dict) and isinstance(demand.get("sha256"), str)
+                                       and isinstance(demand.get("volumes", []), list)):
+            raise FormatError(f"{where}: demand must be an object with sha256 (and volumes, a list of rows)")
+        return cls(d["spec"], d["method"], fabric, *(_time(d.get(k), k, where) for k in ("lp_time", "mcf_time")),
+                   demand)
+
+
+def recorded_demand(program, source: str):
+    """The all-to-allv :class:`~a2a_compiler.demand.Demand` a program was compiled for: its ``volumes``
+    (oneCCL-style, MPI path files), else its record's (MSCCL); ``None`` for the plain all-to-all."""
+    volumes = getattr(program, "volumes", None)
+    if volumes is not None:
+        from ..demand import Demand
+
+        return Demand.from_volumes(volumes, source)
+    record = getattr(program, "record", None)
+    return None if record is None else record.demand_volumes(source)
 
 
 def _time(value, key: str, where: str) -> float | None:

@@ -97,6 +97,44 @@ def attr_ints(el, name: str, source: str) -> tuple[int, ...]:
     return xs
 
 
+def attr_floats(el, name: str, source: str) -> tuple[float, ...] | None:
+    """An optional space-separated list of finite floats >= 0 (a row of demand volumes), or ``None``."""
+    v = el.get(name)
+    if v is None:
+        return None
+    try:
+        xs = tuple(float(t) for t in v.split())
+    except ValueError:
+        xs = (-1.0,)
+    if any(not (0 <= x < float("inf")) for x in xs):
+        raise FormatError(f"{where(el, source)} attribute {name}={v[:60]!r} is not a list of finite numbers >= 0")
+    return xs
+
+
+def demand_rows(ranks, name: str, source: str, width: int, cast=float) -> tuple | None:
+    """Attribute ``name`` of every ``<rank>``: all present (one row of ``width`` entries each) or all absent."""
+    rows = [attr_floats(r, name, source) for r in ranks]
+    if all(row is None for row in rows):
+        return None
+    for r, row in zip(ranks, rows):
+        if row is None or len(row) != width:
+            raise FormatError(f"{where(r, source)} needs {name}= with {width} entries (one per rank), like every "
+                              f"<rank> of the file")
+    if cast is int and any(x != int(x) for row in rows for x in row):
+        raise FormatError(f"{source}: {name}= entries must be whole numbers of chunks")
+    return tuple(tuple(cast(x) for x in row) for row in rows)
+
+
+def demand_attrs(program, rank: int) -> list[tuple[str, object]]:
+    """The ``chunks`` / ``volumes`` attributes of ``<rank id=rank>`` of an all-to-allv program (docs/formats.md)."""
+    out = []
+    if getattr(program, "chunk_counts", None) is not None:
+        out.append(("chunks", " ".join(map(str, program.chunk_counts[rank]))))
+    if getattr(program, "volumes", None) is not None:
+        out.append(("volumes", " ".join(repr(float(v)) for v in program.volumes[rank])))
+    return out
+
+
 def children(el, tag: str, source: str, allowed: tuple[str, ...] = ()) -> list:
     """Child elements named ``tag``; any other child (outside ``allowed``) is an error."""
     out = []

@@ -1,4 +1,4 @@
-"""Stage 5, lowering: schedule IR -> MSCCL, oneCCL-style and MPI path programs (Basu et al. §4).
+"""Stage 5, lowering: schedule IR -> MSCCL, MSCCL++, oneCCL-style and MPI path programs (Basu et al. §4).
 
 Each lowering builds the in-memory program of its format (:mod:`a2a_compiler.formats`);
 the format's writer serialises it.  :mod:`.placement` assigns buffer slots to the
@@ -16,17 +16,29 @@ def program_name(schedule, name: str | None) -> str:
     return safe_name(name if name is not None else f"{schedule.spec}-{schedule.method}")
 
 
-def record_of(schedule) -> Record:
+def record_of(schedule, volumes: bool = False) -> Record:
     """The :class:`~a2a_compiler.formats.record.Record` a lowered file carries: the schedule's spec, method,
-    fabric, ``lp_time`` and ``info["mcf_time"]``."""
-    return Record(schedule.spec, schedule.method, schedule.fabric, schedule.lp_time, schedule.info.get("mcf_time"))
+    fabric, ``lp_time``, ``info["mcf_time"]`` and demand; on a switched topology (``info["switched"]``) the
+    physical spec (its volumes too when ``volumes``: formats with no
+    place of their own for them)."""
+    d = schedule.demand
+    demand = None if d is None else {**d.to_json_dict(max_ranks=d.n if volumes else 0)}
+    spec = schedule.info.get("switched", schedule.spec)   # a switched topology's programs connect its hosts
+    return Record(spec, schedule.method, schedule.fabric, schedule.lp_time, schedule.info.get("mcf_time"), demand)
+
+
+def demand_volumes(schedule) -> tuple[tuple[float, ...], ...] | None:
+    """The schedule's demand volumes as the rows a program records (``None`` for the plain all-to-all)."""
+    return None if schedule.demand is None else tuple(map(tuple, schedule.demand.volumes.tolist()))
 
 
 from .mpi_paths import lower_mpi_paths  # noqa: E402  (after program_name, which they import)
 from .msccl import lower_msccl  # noqa: E402
+from .mscclpp import lower_mscclpp  # noqa: E402
 from .oneccl import lower_oneccl  # noqa: E402
 
 #: ``--emit`` name -> lowering function.
-LOWERINGS = {"msccl": lower_msccl, "oneccl": lower_oneccl, "mpi": lower_mpi_paths}
+LOWERINGS = {"msccl": lower_msccl, "mscclpp": lower_mscclpp, "oneccl": lower_oneccl, "mpi": lower_mpi_paths}
 
-__all__ = ["LOWERINGS", "lower_msccl", "lower_oneccl", "lower_mpi_paths", "program_name", "record_of"]
+__all__ = ["LOWERINGS", "lower_msccl", "lower_mscclpp", "lower_oneccl", "lower_mpi_paths", "program_name",
+           "record_of"]

@@ -5,10 +5,14 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
+import numpy as np
+
 from ..chunk.ir import LinkSchedule
 from ..errors import A2AError
 from ..formats.msccl import PROTOS, MscclGpu, MscclProgram, MscclStep, MscclThreadBlock
-from ..formats.msccl_rules import MAX_CNT, MAX_DEPID, MAX_OFFSET, MAX_PEER_TBS_PER_CHANNEL, MAX_STEPS_PER_TB
+from ..formats.msccl_rules import (DEFAULT_TARGET, MAX_CHILDREN, MAX_CNT, MAX_DEPID, MAX_OFFSET, MAX_PARSER_NODES,
+                                   MAX_PEER_TBS_PER_CHANNEL, MAX_STEPS_PER_TB, MAX_VALUE_LEN, Target, get_target,
+                                   parser_nodes)
 from . import program_name, record_of
 from .placement import Placement, place
 
@@ -16,8 +20,13 @@ from .placement import Placement, place
 MAX_AUTO_CHANNELS = 8
 
 
+#: Formats that scale further than MSCCL XML, named when a program does not fit.
+SCALES_FURTHER = "--emit mpi (MPI path schedules have no per-rank size limit)"
+
+
 def lower_msccl(schedule: LinkSchedule, *, channels: int | None = None, instances: int = 1, proto: str = "Simple",
-                min_bytes: int = 0, max_bytes: int = 0, rcs: bool = False, name: str | None = None) -> MscclProgram:
+                min_bytes: int = 0, max_bytes: int = 0, rcs: bool = False, name: str | None = None,
+                target: str | Target = DEFAULT_TARGET) -> MscclProgram:
     """Lower a time-stepped link schedule to an MSCCL program (Basu et al. §4).
 
     Layout (docs/formats.md): tb 0 copies the self shard; then one receive tb
@@ -37,15 +46,36 @@ def lower_msccl(schedule: LinkSchedule, *, channels: int | None = None, instance
     ``channels=None`` picks the fewest channels (up to 8) that keep every tb
     within 64 steps.  ``instances`` splits each chunk into that many parts, each
     run by its own copy of the schedule on its own channels (``nchannels =
-    channels·instances``).  Raises :class:`A2AError` when an executor limit
-    cannot be met.
+    channels·instances``).  ``target`` (``nccl`` | ``rccl``) is the executor whose
+    limits the program must meet (:data:`~a2a_compiler.formats.msccl_rules.TARGETS`:
+    thread blocks per GPU, channels, the parser's nodes per rank).  Raises
+    :class:`A2AError`, one line naming the limit, when one cannot be met.
+
+    An all-to-allv schedule (a demand) is lowered in the layout of fixed-size
+    buffers (docs/formats.md): ``T[i][j]`` chunks of rank ``i`` for rank ``j`` at
+    input offset ``Σ_{k<j} T[i][k]``, landing at output offset ``Σ_{k<i} T[k][j]``,
+    every row and column of ``T`` summing to ``nchunksperloop``
+    (:meth:`~a2a_compiler.demand.Demand.msccl_counts`); other matrices are refused.
     """
+    t = get_target(target)
+    n = schedule.n_ranks
+    if n > MAX_CHILDREN:
+        raise A2AError(f"{n} ranks: MSCCL XML holds at most {MAX_CHILDREN} <gpu> elements (the executors' parser "
+                       f"keeps {MAX_CHILDREN} children per node); use {SCALES_FURTHER}")
     if proto not in PROTOS:
         raise A2AError(f"proto must be one of {', '.join(PROTOS)}, got {proto!r}")
     if min_bytes < 0 or max_bytes < 0 or (max_bytes and max_bytes < min_bytes):
         raise A2AError(f"need 0 <= minBytes <= maxBytes (0 = unlimited), got {min_bytes}, {max_bytes}")
     if instances < 1 or (channels is not None and channels < 1):
         raise A2AError("channels and instances must be at least 1")
+    if schedule.demand is not None:
+        want = schedule.demand.msccl_counts(schedule.chunks_per_shard)   # refuses unbalanced matrices
+        if not np.array_equal(schedule.counts(), want):
+            raise A2AError("this all-to-allv schedule's chunk counts do not give every rank the same buffer size; "
+                           "MSCCL needs a matrix whose rows and columns all sum to the same total: use the MPI "
+                           "path format (--emit mpi) or oneCCL-style XML (--emit oneccl)")
+        if instances != 1:
+            raise A2AError("--instances applies to the plain all-to-all; an all-to-allv file takes --channels")
     candidates = [channels] if channels is not None else range(1, MAX_AUTO_CHANNELS + 1)
     for k in candidates:
         pl = place(schedule, lanes=k, instances=instances, max_cnt=MAX_CNT, rcs=rcs)
@@ -59,13 +89,40 @@ def lower_msccl(schedule: LinkSchedule, *, channels: int | None = None, instance
         raise A2AError(f"gpu {longest[1]} tb {longest[2]} needs {longest[0]} steps with {k} channel(s) "
                        f"x {instances} instance(s), over the executor's limit of {MAX_STEPS_PER_TB}; "
                        f"use {hint} or fewer chunks per shard")
-    n = schedule.n_ranks
-    ncl = n * schedule.chunks_per_shard * instances
+    _fits(schedule, gpus, pl.lanes, t)
+    ncl = n * schedule.chunks_per_shard * instances   # every row and column of the chunk counts sums to it
     if max(ncl, *(g.s_chunks for g in gpus)) > MAX_OFFSET + 1:
         raise A2AError(f"buffers of {max(ncl, *(g.s_chunks for g in gpus))} chunks exceed the executor's "
                        f"offset limit {MAX_OFFSET}; use fewer chunks per shard")
-    return MscclProgram(program_name(schedule, name), proto, pl.lanes, ncl, n, "alltoall", 0, 1,
-                        int(min_bytes), int(max_bytes), tuple(gpus), record_of(schedule))
+    pname = program_name(schedule, name)
+    if len(pname) > MAX_VALUE_LEN:
+        if name is not None:
+            raise A2AError(f"--name has {len(pname)} characters; the MSCCL parser holds at most {MAX_VALUE_LEN}")
+        pname = pname[:MAX_VALUE_LEN]  # a long file: spec
+    return MscclProgram(pname, proto, pl.lanes, ncl, n, "alltoall", 0, 1,
+                        int(min_bytes), int(max_bytes), tuple(gpus), record_of(schedule, volumes=True))
+
+
+def _fits(schedule: LinkSchedule, gpus: list[MscclGpu], nchannels: int, t: Target) -> None:
+    """Refuse a program over ``t``'s thread blocks per GPU, channels or parser nodes per rank."""
+    c = schedule.chunks_per_shard
+    at = f"{schedule.spec} at {c} chunk(s) per shard"
+    if nchannels > t.max_channels:
+        raise A2AError(f"{at} needs {nchannels} channels, over the {t.max_channels} {t.executor} builds; "
+                       f"use fewer --channels or --instances")
+    most = max(gpus, key=lambda g: (len(g.tbs), -g.id))
+    if len(most.tbs) > t.max_tbs:
+        raise A2AError(f"{at}: gpu {most.id} needs {len(most.tbs)} thread blocks, over {t.executor}'s {t.max_tbs} "
+                       f"per GPU; the most this layout fits is {t.max_tbs} (1 copy + one per neighbour, channel "
+                       f"and direction): use fewer --channels or --instances, or {SCALES_FURTHER}")
+    empty = MscclProgram("", "Simple", 1, 0, len(gpus), "alltoall", 0, 1, 0, 0, tuple(gpus))
+    worst = max(gpus, key=lambda g: (parser_nodes(empty, g), -g.id))
+    nodes = parser_nodes(empty, worst)
+    if nodes > MAX_PARSER_NODES:
+        raise A2AError(f"{at}: gpu {worst.id} needs {nodes} MSCCL parser nodes (<algo>, {len(gpus)} <gpu>, "
+                       f"{len(worst.tbs)} <tb>, {nodes - 1 - len(gpus) - len(worst.tbs)} <step>), over the "
+                       f"executors' {MAX_PARSER_NODES} per rank; fewer chunks per shard (--max-chunks) shrink it, "
+                       f"else use {SCALES_FURTHER} (docs/msccl.md lists the largest size per family that fits)")
 
 
 def _lower_gpus(pl: Placement) -> list[MscclGpu]:
@@ -82,8 +139,9 @@ def _lower_gpus(pl: Placement) -> list[MscclGpu]:
             if per_chan and max(per_chan.values()) > MAX_PEER_TBS_PER_CHANNEL:
                 raise A2AError(f"gpu {g} needs {max(per_chan.values())} {what} thread blocks on one channel, "
                                f"over the executor's limit of {MAX_PEER_TBS_PER_CHANNEL} (degree too high)")
-        tb_id = {key: 1 + i for i, key in enumerate(recv_keys + rcs_keys + send_keys)}
-        steps: dict[int, list[MscclStep]] = {tb: [] for tb in range(1 + len(tb_id))}
+        first = 1 if any(c.rank == g for c in pl.copies) else 0   # tb 0 copies the self shard, if there is one
+        tb_id = {key: first + i for i, key in enumerate(recv_keys + rcs_keys + send_keys)}
+        steps: dict[int, list[MscclStep]] = {tb: [] for tb in range(first + len(tb_id))}
 
         def add(tb, type_, srcbuf, srcoff, dstbuf, dstoff, cnt, dep=(-1, -1)):
             steps[tb].append(MscclStep(len(steps[tb]), type_, srcbuf, srcoff, dstbuf, dstoff, cnt, *dep, 0))
@@ -128,7 +186,7 @@ def _lower_gpus(pl: Placement) -> list[MscclGpu]:
         if any(tb > MAX_DEPID for tb, _ in targets):
             raise A2AError(f"gpu {g}: a dependency on thread block {max(tb for tb, _ in targets)} "
                            f"exceeds the executor's depid limit {MAX_DEPID}; use fewer channels")
-        tbs = [MscclThreadBlock(0, -1, -1, 0, _freeze(0, steps[0], targets))]
+        tbs = [MscclThreadBlock(0, -1, -1, 0, _freeze(0, steps[0], targets))] if first else []
         tbs += [MscclThreadBlock(i, send, recv, lane, _freeze(i, steps[i], targets))
                 for (lane, send, recv), i in tb_id.items()]
         out.append(MscclGpu(g, ncl, ncl, pl.scratch[g], tuple(tbs)))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..chunk.ir import LinkSchedule
 from ..formats.oneccl import OnecclOp, OnecclProgram, OnecclRank
-from . import program_name, record_of
+from . import demand_volumes, program_name, record_of
 from .placement import place
 
 
@@ -17,7 +17,8 @@ def lower_oneccl(schedule: LinkSchedule, name: str | None = None) -> OnecclProgr
     :func:`~a2a_compiler.lower.placement.place` (chunks contiguous on both
     sides) becomes a ``send`` on the sender and a ``recv`` on the receiver, in
     the same order, so the k-th send matches the k-th receive.  Relayed chunks
-    land in fresh scratch slots and are sent from there in a later step.
+    land in fresh scratch slots and are sent from there in a later step.  An all-to-allv
+    schedule's buffers follow its chunk counts, which the file records per rank with the volumes.
     """
     pl = place(schedule)
     n, c = schedule.n_ranks, schedule.chunks_per_shard
@@ -29,6 +30,8 @@ def lower_oneccl(schedule: LinkSchedule, name: str | None = None) -> OnecclProgr
     for r in pl.runs:
         ops[r.src][r.step].append(OnecclOp("send", r.dst, r.srcbuf, r.srcoff, "", -1, r.cnt))
         recvs[r.dst][r.step].append(OnecclOp("recv", r.src, "", -1, r.dstbuf, r.dstoff, r.cnt))
-    ranks = tuple(OnecclRank(g, n * c, n * c, pl.scratch[g], tuple(tuple(a + b) for a, b in zip(ops[g], recvs[g])))
-                  for g in range(n))
-    return OnecclProgram(program_name(schedule, name), n, c, nsteps, ranks, record_of(schedule))
+    ranks = tuple(OnecclRank(g, int(pl.in_chunks[g]), int(pl.out_chunks[g]), pl.scratch[g],
+                             tuple(tuple(a + b) for a, b in zip(ops[g], recvs[g]))) for g in range(n))
+    counts = None if schedule.demand is None else tuple(map(tuple, pl.counts.tolist()))
+    return OnecclProgram(program_name(schedule, name), n, c, nsteps, ranks, record_of(schedule), counts,
+                         demand_volumes(schedule))

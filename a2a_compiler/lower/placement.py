@@ -4,6 +4,9 @@ Shared by the MSCCL and oneCCL lowerings.  Every chunk gets a concrete buffer
 location on every rank it visits:
 
 * chunk ``(s, d, k)`` starts in ``i[d·C+k]`` on ``s`` and ends in ``o[s·C+k]`` on ``d``;
+  with a demand (``T[s][d]`` chunks for pair ``(s, d)``, the layout of an
+  all-to-allv with fixed-size buffers) in ``i[Σ_{j<d} T[s][j] + k]`` and
+  ``o[Σ_{j<s} T[j][d] + k]``;
 * on a relay it is received into a fresh scratch slot (slots are handed out in
   arrival order and never reused, so no write ever clobbers live data).
 
@@ -32,6 +35,8 @@ sent (``recv_after``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+import numpy as np
 
 from ..chunk.ir import LinkSchedule, validate
 from ..errors import A2AError
@@ -84,6 +89,17 @@ class Placement:
     runs: tuple[Run, ...]
     copies: tuple[Copy, ...]
     scratch: tuple[int, ...]  # scratch slots used per rank
+    counts: np.ndarray        # chunks of every pair in the program (C·I everywhere, or T·I with a demand)
+
+    @property
+    def in_chunks(self) -> np.ndarray:
+        """Input buffer chunks of each rank (row sums of :attr:`counts`)."""
+        return self.counts.sum(axis=1)
+
+    @property
+    def out_chunks(self) -> np.ndarray:
+        """Output buffer chunks of each rank (column sums of :attr:`counts`)."""
+        return self.counts.sum(axis=0)
 
 
 def check_store_and_forward(fabric) -> None:
@@ -98,7 +114,7 @@ def check_store_and_forward(fabric) -> None:
 
 def _split(n: int, max_cnt: int | None):
     """Offsets/lengths cutting ``n`` consecutive chunks into pieces of at most ``max_cnt``."""
-    size = max_cnt or n
+    size = max_cnt or max(n, 1)
     return [(a, min(size, n - a)) for a in range(0, n, size)]
 
 
@@ -151,14 +167,22 @@ def place(schedule: LinkSchedule, *, lanes: int = 1, instances: int = 1, max_cnt
     """
     if lanes < 1 or instances < 1:
         raise A2AError("channels and instances must be at least 1")
+    if rcs and schedule.demand is not None:
+        raise A2AError("--rcs stages relayed chunks in the relay's own output slots, which an all-to-allv "
+                       "layout does not have for every chunk; compile without --rcs")
     check_store_and_forward(schedule.fabric)
     validate(schedule)
     n, c = schedule.n_ranks, schedule.chunks_per_shard
     ci = c * instances
+    T = schedule.counts()                     # chunks of each pair per instance
+    units = T * instances
+    in_off = np.cumsum(units, axis=1) - units          # i[in_off[s, d] + k] holds unit k of (s, d) on s
+    out_off = np.cumsum(units, axis=0) - units         # o[out_off[s, d] + k] receives it on d
     chains, channel = rcs_chains(schedule) if rcs else ({}, {})
-    # loc[r][unit] = (buf, off, id of the run whose receive wrote it, or -1); unit = (s, d, j·C+k)
-    loc = [{(r, d, k): ("i", d * ci + k, -1) for d in range(n) if d != r for k in range(ci)} for r in range(n)]
-    cut = _Cutter(n, c, ci, max_cnt)
+    # loc[r][unit] = (buf, off, id of the run whose receive wrote it, or -1); unit = (s, d, j·T+k)
+    loc = [{(r, d, k): ("i", int(in_off[r, d]) + k, -1) for d in range(n) if d != r for k in range(units[r, d])}
+           for r in range(n)]
+    cut = _Cutter(n, T, out_off, max_cnt)
     hop: dict = {}  # chunk -> hops made so far
     for t, transfers in enumerate(schedule.steps):
         for tr in sorted(transfers, key=lambda x: (x.src, x.dst)):
@@ -170,31 +194,31 @@ def place(schedule: LinkSchedule, *, lanes: int = 1, instances: int = 1, max_cnt
             chunks = [ch for ch in chunks if not (ch in chains and hop[ch] == 3)]  # the rcs sent them already
             held = loc[u]
             for j in range(instances):
-                def units(chs):
-                    return sorted(((s, d, j * c + k) for s, d, k in chs),
+                def units_of(chs):
+                    return sorted(((s, d, j * int(T[s, d]) + k) for s, d, k in chs),
                                   key=lambda x: (_BUF_ORDER[held[x][0]], held[x][1]))
-                block = units(ch for ch in chunks if ch not in relayed)
+                block = units_of(ch for ch in chunks if ch not in relayed)
                 nb = len(block)
                 for part in range(lanes):
                     piece = block[part * nb // lanes:(part + 1) * nb // lanes]
                     if piece:
                         cut(piece, held, t, j * lanes + (part + t) % lanes, u, v, chains)
                 for chain in sorted({chains[ch] for ch in relayed}):
-                    piece = units(ch for ch in relayed if chains[ch] == chain)
+                    piece = units_of(ch for ch in relayed if chains[ch] == chain)
                     cut(piece, held, t, lanes * instances + channel[chain], u, v, chains, forward_to=chain[2])
         for v, x, where in cut.arrived:
             loc[v][x] = where
         cut.arrived = []
-    copies = tuple(Copy(r, r * ci + a, m) for r in range(n) for a, m in _split(ci, max_cnt))
+    copies = tuple(Copy(r, int(in_off[r, r]) + a, m) for r in range(n) for a, m in _split(int(units[r, r]), max_cnt))
     return Placement(n, ci, lanes * instances + len(set(channel.values())), tuple(cut.runs), copies,
-                     tuple(cut.scratch))
+                     tuple(cut.scratch), units)
 
 
 class _Cutter:
     """Gives chunks their receiver slots and cuts lane blocks into :class:`Run` s (see :func:`place`)."""
 
-    def __init__(self, n: int, c: int, ci: int, max_cnt: int | None):
-        self.c, self.ci, self.max_cnt = c, ci, max_cnt
+    def __init__(self, n: int, T: np.ndarray, out_off: np.ndarray, max_cnt: int | None):
+        self.T, self.out_off, self.max_cnt = T, out_off, max_cnt
         self.runs: list[Run] = []
         self.arrived: list = []                # (rank, unit, (buf, off, run id)) landing this step
         self.scratch = [0] * n
@@ -203,8 +227,8 @@ class _Cutter:
     def __call__(self, block, held, t, lane, u, v, chains, forward_to: int = -1) -> None:
         targets = []
         for x in block:
-            if v == x[1] or (x[0], x[1], x[2] % self.c) in chains:
-                targets.append(("o", x[0] * self.ci + x[2]))  # delivered, or staged on its way to an rcs
+            if v == x[1] or (x[0], x[1], x[2] % self.T[x[0], x[1]]) in chains:
+                targets.append(("o", int(self.out_off[x[0], v]) + x[2]))  # delivered, or staged for an rcs
             else:
                 targets.append(("s", self.scratch[v]))
                 self.scratch[v] += 1

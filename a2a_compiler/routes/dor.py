@@ -9,6 +9,7 @@ paper's testbed, undefined on anything else (including punctured tori).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 
@@ -17,7 +18,8 @@ import numpy as np
 from ..errors import A2AError
 from ..fabric import Fabric
 from ..topology.model import Topology
-from .result import RoutedPath, RouteSet
+from .routers import host_tables, router_view
+from .tables import ForwardingTables, from_next_nodes
 
 
 def grid_dims(topology: Topology) -> tuple[int, ...]:
@@ -26,40 +28,58 @@ def grid_dims(topology: Topology) -> tuple[int, ...]:
     Anything else, a punctured torus included, raises :class:`A2AError`.
     """
     spec = topology.spec
-    m = re.fullmatch(r"torus:(\d+(?:x\d+)*)", spec)
+    m = re.fullmatch(r"torus:(\d+(?:x\d+)*)(?:,p=\d+)?", spec)
     h = re.fullmatch(r"hypercube:(\d+)", spec)
     if m:
         return tuple(int(k) for k in m.group(1).split("x"))
     if h:
         return (2,) * int(h.group(1))
-    raise A2AError(f"dor: dimension-order routing needs a torus or a hypercube (torus:AxBx..., hypercube:D), "
+    raise A2AError(f"dor: dimension-order routing needs a torus or a hypercube (torus:AxBx...[,p=P], hypercube:D), "
                    f"not {spec}")
 
 
-def dimension_order_path(coords: np.ndarray, dims: tuple[int, ...], strides: np.ndarray) -> tuple[int, ...]:
-    """Node ids visited from ``coords[0]`` to ``coords[1]`` correcting dimension 0 first."""
-    cur, goal = coords[0].copy(), coords[1]
-    nodes = [int(cur @ strides)]
-    for m, k in enumerate(dims):
-        off = int(goal[m] - cur[m]) % k
-        step = 1 if off <= k // 2 else -1
-        for _ in range(off if step > 0 else k - off):
-            cur[m] = (cur[m] + step) % k
-            nodes.append(int(cur @ strides))
-    return tuple(nodes)
+def dor_tables(coords: np.ndarray, dims: tuple[int, ...], strides: np.ndarray) -> np.ndarray:
+    """Next-node tables ``nxt[node, host]``: correct the first dimension that differs, the shorter way round
+    (``+`` on a tie)."""
+    n = len(coords)
+    cur, goal = coords[:, None, :], coords[None, :, :]
+    k = np.array(dims)
+    off = (goal - cur) % k
+    differ = off != 0
+    m = np.argmax(differ, axis=2)                                   # the first dimension that differs
+    o = np.take_along_axis(off, m[..., None], 2)[..., 0]
+    step = np.where(o <= k[m] // 2, 1, -1)
+    c = np.take_along_axis(np.broadcast_to(cur, off.shape), m[..., None], 2)[..., 0]
+    nxt = np.arange(n)[:, None] + ((c + step) % k[m] - c) * strides[m]
+    return np.where(differ.any(2), nxt, -1)
 
 
-def dor(topology: Topology, fabric: Fabric | None = None, *, progress=None) -> RouteSet:
-    """One dimension-ordered route per host pair on ``torus:...`` or ``hypercube:D``.
+def dor(topology: Topology, fabric: Fabric | None = None, *, progress=None) -> ForwardingTables:
+    """Dimension-ordered tables.
 
-    Torus node ids are row-major over the coordinates (as the generator numbers
-    them), hypercube ids are bit vectors with bit ``b`` the coordinate of
-    dimension ``b``; e-cube order on a hypercube is therefore lowest bit first.
+    On a fabric with switches (InfiniBand: ``torus:...,p=P``, ``ibnet:``) the
+    dimensions are the switches' port order, as OpenSM's ``dor`` engine reads
+    them (:func:`~.minhop.minhop_tables` with ``dor=True``): ``torus:...,p=P``
+    numbers each switch's ports per dimension, ``+`` then ``-``, so this is
+    dimension 0 first, the shorter way (``+`` on a tie).  On ``torus:...`` and
+    ``hypercube:D`` whose nodes are the hosts, routes follow the coordinates:
+    torus nodes row-major (as the generator numbers them), hypercube ids as bit
+    vectors with bit ``b`` the coordinate of dimension ``b`` (e-cube, lowest bit
+    first).
     """
     fabric = fabric or Fabric()
-    dims = grid_dims(topology)
     t0 = time.perf_counter()
-    n = topology.n_hosts
+    if topology.n_switches:
+        from .minhop import minhop_tables
+        from .opensm import switch_entries
+
+        tables = ForwardingTables("dor", topology, fabric, minhop_tables(topology, dor=True)[None],
+                                  timings={"route": time.perf_counter() - t0}, info={"rule": "opensm port order"})
+        return dataclasses.replace(tables, switch_routes=lambda: switch_entries(tables, dor=True))
+    dims = grid_dims(topology)
+    view = router_view(topology)
+    routers = view.routers
+    n = len(routers)
     ids = np.arange(n)
     if topology.spec.startswith("hypercube:"):
         coords = (ids[:, None] >> np.arange(len(dims))) & 1
@@ -67,7 +87,8 @@ def dor(topology: Topology, fabric: Fabric | None = None, *, progress=None) -> R
     else:
         strides = np.array([int(np.prod(dims[m + 1:])) for m in range(len(dims))], dtype=np.int64)
         coords = (ids[:, None] // strides) % np.array(dims)
-    paths = tuple(RoutedPath(s, d, dimension_order_path(coords[[s, d]], dims, strides), 1.0)
-                  for s in range(n) for d in range(n) if s != d)
-    return RouteSet("dor", topology, fabric, paths, timings={"route": time.perf_counter() - t0},
-                    info={"dims": list(dims)})
+    local = dor_tables(coords, dims, np.asarray(strides))          # router index -> router index
+    nxt = np.full((topology.n_nodes, topology.n_nodes), -1, dtype=np.int64)
+    nxt[np.ix_(routers, routers)] = np.where(local >= 0, routers[np.maximum(local, 0)], -1)
+    return from_next_nodes("dor", topology, fabric, host_tables(view, nxt),
+                           timings={"route": time.perf_counter() - t0}, info={"dims": list(dims)})

@@ -39,7 +39,7 @@ from ..errors import A2AError
 from ..fabric import Fabric
 from ..topology.model import Topology
 from .layered import layered_routes
-from .result import RouteSet
+from .tables import ForwardingTables
 from .routers import RouterView, minimal_tables, path_catalog, router_distances, router_view
 
 #: Layer construction variants (§V-B2, §V-B3).
@@ -125,7 +125,7 @@ def balanced_layers(view: RouterView, n: int, rng: np.random.Generator) -> list[
 
 
 def fatpaths(topology: Topology, fabric: Fabric | None = None, *, layers: int = 4, rho: float = 0.6,
-             variant: str = "random", seed: int = 0, progress=None) -> RouteSet:
+             variant: str = "random", seed: int = 0, progress=None) -> ForwardingTables:
     """FatPaths routing with ``layers`` layers (module docstring); ``rho``: fraction of cables per random layer."""
     if variant not in VARIANTS:
         raise A2AError(f"fatpaths: unknown variant {variant!r}; choose one of {', '.join(VARIANTS)}")

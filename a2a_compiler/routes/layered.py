@@ -12,13 +12,15 @@ lanes by DFSSSP (:mod:`a2a_compiler.deadlock`).
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from ..deadlock import assign_layers
 from ..fabric import Fabric
 from .diversity import route_diversity
-from .lft import all_pairs, routes_from_nodes, trace
-from .result import RouteSet
+from .lft import all_pairs
+from .tables import ForwardingTables, from_next_nodes
 from .routers import RouterView, host_tables
 
 
@@ -42,8 +44,9 @@ def virtual_lanes(view: RouterView, nodes: np.ndarray, scheme: str = "dfsssp") -
 
 
 def layered_routes(algo: str, view: RouterView, tables: list[np.ndarray], fabric: Fabric, *, timings: dict,
-                   info: dict, progress=None) -> RouteSet:
-    """Routes of every host pair in every layer of router tables ``tables`` (module docstring).
+                   info: dict, progress=None) -> ForwardingTables:
+    """Forwarding tables of every layer of router tables ``tables``, the pairs each layer routes, and the
+    virtual lanes (module docstring).
 
     ``info`` gains ``layers``, ``vls`` (virtual lanes DFSSSP needs),
     ``paths_per_pair`` (distinct routes per host pair, mean) and the disjoint
@@ -55,22 +58,18 @@ def layered_routes(algo: str, view: RouterView, tables: list[np.ndarray], fabric
     src, dst = all_pairs(t.n_hosts)
     rs, rd = view.router_of[src], view.router_of[dst]
     # a layer routes the pairs its tables connect (a FatPaths DAG layer only some); layer 0 routes all
-    layer, pair = np.nonzero(np.stack([(rs == rd) | (tab[rs, rd] >= 0) for tab in tables]))
-    nodes = trace(t, host, src[pair], dst[pair], layer=layer, algo=algo)
-    # one route per distinct (pair, path): its lowest layer, weight = layers giving it / layers routing the
-    # pair; np.unique's first occurrence is the lowest layer (rows are layer-major); pair-major order
-    rows = np.concatenate([pair[:, None], nodes], 1)
-    _, first, count = np.unique(rows, axis=0, return_index=True, return_counts=True)
-    order = np.lexsort((layer[first], pair[first]))
-    first, count = first[order], count[order]
-    share = np.bincount(pair, minlength=len(src))[pair[first]]
-    nodes = nodes[first]
+    share = np.zeros((n_layers, t.n_hosts, t.n_hosts), dtype=bool)
+    share[:, src, dst] = np.stack([(rs == rd) | (tab[rs, rd] >= 0) for tab in tables])
+    ft = from_next_nodes(algo, t, fabric, host, share=share, timings=timings, info=dict(info))
+    layer, s, d = np.nonzero(share)
+    nodes, _ = ft.trace(s, d, layer)
     if progress:
-        progress(f"{algo}: {len(first)} distinct routes in {n_layers} layers; virtual lanes by DFSSSP")
-    lanes, n_lanes = virtual_lanes(view, nodes)
-    routes = routes_from_nodes(algo, t, fabric, src[pair[first]], dst[pair[first]], nodes, weight=count / share,
-                               layer=lanes, routing_layer=layer[first], timings=timings)
+        progress(f"{algo}: {len(s)} routes in {n_layers} layers; virtual lanes by DFSSSP")
+    lane, n_lanes = virtual_lanes(view, nodes)
+    lanes = np.zeros(share.shape, dtype=np.int64)
+    lanes[layer, s, d] = lane
+    ft = dataclasses.replace(ft, lanes=lanes)
+    routes = ft.routes()
     diversity = route_diversity(routes, view)
-    routes.info.update(info, layers=n_layers, vls=n_lanes, paths_per_pair=len(first) / len(src),
-                       **diversity.summary())
-    return routes
+    ft.info.update(layers=n_layers, vls=n_lanes, paths_per_pair=len(routes.paths) / len(src), **diversity.summary())
+    return ft

@@ -68,9 +68,12 @@ def shift_congestion(n_hosts: int, capacity: np.ndarray, src: np.ndarray, dst: n
 
 
 def pattern_congestion(routes: RouteSet, pattern: str = "shift") -> PatternCongestion:
-    """Congestion of ``pattern`` under the emitted ``routes`` (``a2a routes --pattern``)."""
+    """Congestion of ``pattern`` under the emitted ``routes`` (``a2a routes --pattern``); per cable when the
+    routes were traced from forwarding tables (``routes.tables``), per link otherwise."""
     if pattern not in PATTERNS:
         raise ValueError(f"unknown pattern {pattern!r}; choose one of {', '.join(PATTERNS)}")
+    if routes.tables is not None:
+        return routes.tables.measure().shift
     t = routes.topology
     width = max((len(p.nodes) for p in routes.paths), default=1)
     nodes = np.full((len(routes.paths), width), -1, dtype=np.int64)

@@ -52,6 +52,8 @@ class RouteSet:
     FPTAS); ``bound`` a certified lower bound on the time of the problem the
     engine solves (the MIP dual bound of an ILP, the dual bound of the FPTAS);
     ``optimal`` / ``mip_gap`` are the proof status of an ILP engine.
+    ``tables`` is the :class:`~.tables.ForwardingTables` the paths were traced
+    from, for a destination-based engine (its numbers count per cable).
     """
 
     algo: str
@@ -64,6 +66,8 @@ class RouteSet:
     timings: dict = field(default_factory=dict)
     info: dict = field(default_factory=dict)
     bound: float | None = None
+    tables: object = None
+    demand: object = None   # an all-to-allv's Demand: times weigh each pair by its volume
 
     # ------------------------------------------------------------ flat arrays
     @cached_property
@@ -105,7 +109,8 @@ class RouteSet:
 
         Priced by the project's cost model (:mod:`a2a_compiler.chunk.cost`, one
         step, fractional loads), so with a host bandwidth the host–NIC ingress
-        and egress count as in every other predicted time.
+        and egress count as in every other predicted time; with a ``demand`` each
+        pair ships its volume.
         """
         link, path, _ = self._hops
         if not len(link):
@@ -113,8 +118,11 @@ class RouteSet:
         model = CostModel.from_topology(self.topology, self.fabric)
         t = self.topology
         ends = np.array([(p.src, p.dst) for p in self.paths], dtype=np.int64)[path]
+        counts = self.weights[path]
+        if self.demand is not None:
+            counts = counts * self.demand.volumes[ends[:, 0], ends[:, 1]]
         loads = model.step_loads(np.zeros(len(link), dtype=np.int64), link, t.src[link], t.dst[link], ends[:, 0],
-                                 ends[:, 1], 1, counts=self.weights[path])
+                                 ends[:, 1], 1, counts=counts)
         return stepped_time(loads, model.capacity, 1)[0]
 
     @property
@@ -182,4 +190,5 @@ class RouteSet:
         fields.setdefault("bound", 1.0 / solution.upper_bound if solution.upper_bound > 0 else None)
         fields.setdefault("timings", dict(solution.timings))
         fields.setdefault("info", dict(solution.info))
+        fields.setdefault("demand", solution.demand)
         return cls(algo, topology, solution.fabric, paths, **fields)

@@ -40,6 +40,7 @@ import numpy as np
 from ..chunk import PathSchedule, Route
 from ..chunk.cost import ratio
 from ..chunk.chunking import choose_chunks, largest_remainder, path_resources
+from ..chunk.ir import path_steps
 from ..deadlock import assign_layers, find_deadlock
 from ..errors import A2AError
 from ..fabric import Fabric
@@ -97,7 +98,7 @@ def chunk_routes(routes: RouteSet, max_chunks: int = DEFAULT_MAX_CHUNKS, progres
                     i += k
                     rid += 1
         return PathSchedule(topo.n_hosts, C, tuple(out), _links(topo), topo.n_nodes, topo.spec, routes.fabric,
-                            routes.algo, routes.lp_time)
+                            routes.algo, routes.lp_time, demand=routes.demand)
 
     if C is not None:                       # exactly w·C chunks on every path
         return build(C, [largest_remainder(w, C) for w in weights]), True
@@ -105,8 +106,14 @@ def chunk_routes(routes: RouteSet, max_chunks: int = DEFAULT_MAX_CHUNKS, progres
         return build(max_chunks, [largest_remainder(w, max_chunks) for w in weights]), False
     cands = {sd: [(p.weight, p.nodes) for p in plist] for sd, plist in pairs.items()}
     res, paths = path_resources(topo, routes.fabric, cands)
+    shape = None
+    if routes.demand is not None:           # each chunk weighs its pair's volume, as in a2a compile
+        weight = [float(routes.demand.volumes[s, d]) for s, d in cands]
+
+        def shape(C):
+            return [C] * len(cands), weight, C
     return choose_chunks(res, paths, cands, routes.lp_time, build, max_chunks=max_chunks, target=1.0,
-                         progress=progress), False
+                         progress=progress, shape=shape), False
 
 
 def _links(topology: Topology) -> tuple[tuple[int, int, float], ...]:
@@ -140,7 +147,7 @@ class RoutedSchedule:
     deadlock_free: bool
     deadlock_cycle: str | None
     deadlock: str | None
-    mcf_time: float
+    mcf_time: float | None
     timings: dict
 
     def summary(self) -> dict:
@@ -158,7 +165,7 @@ class RoutedSchedule:
             "bound": rs.bound,
             "mcf_time": self.mcf_time,
             "fidelity": None if rs.lp_time is None else ratio(rs.lp_time, self.predicted_time),
-            "mcf_ratio": ratio(self.mcf_time, self.predicted_time),
+            "mcf_ratio": None if self.mcf_time is None else ratio(self.mcf_time, self.predicted_time),
             "optimal": rs.optimal,
             "mip_gap": rs.mip_gap,
             "layers": self.layers,
@@ -167,26 +174,37 @@ class RoutedSchedule:
             "chunks_per_shard": sch.chunks_per_shard,
             "chunks_exact": self.chunks_exact,
             "routes": len(sch.routes),
+            "steps": path_steps(sch),
+            "max_flows": sch.info.get("max_flows"),
             "max_paths_per_pair": int(per_pair.max(initial=0)),
             "seconds": float(sum(self.timings.values())),
             "timings": dict(self.timings),
             "info": dict(rs.info),
+            **({} if rs.demand is None else {"demand": rs.demand.to_json_dict(max_ranks=0)}),
         }
 
 
 def route_schedule(topology: Topology, algo: str, fabric: Fabric | None = None, *, deadlock: str | None = None,
                    max_layers: int | None = None, max_chunks: int = DEFAULT_MAX_CHUNKS, mcf_time: float | None = None,
-                   name: str | None = None, progress=None, **options) -> RoutedSchedule:
+                   max_flows: int | None = None, flow_per_chunk: bool = False, name: str | None = None,
+                   progress=None, demand=None, routes: RouteSet | None = None, mcf: bool = True,
+                   **options) -> RoutedSchedule:
     """Route, chunk, layer, lower and price: the library entry point behind ``a2a routes``.
 
     ``options`` go to the engine (e.g. ``time_limit=``, ``eps=``); ``mcf_time``
-    skips the link-MCF solve when the caller knows it.  Raises
-    :class:`A2AError` for bad input, an engine failure or too many layers.
+    skips the link-MCF solve when the caller knows it, ``mcf=False`` skips it (``mcf_time`` None:
+    the file records none); ``max_flows`` and
+    ``flow_per_chunk`` control injection (:mod:`a2a_compiler.chunk.injection`); ``demand`` makes it an
+    all-to-allv (:func:`~a2a_compiler.routes.route`; the file records the volumes,
+    every time is the all-to-allv's); ``routes`` skips the engine (routes the
+    caller already has, e.g. traced from tables).  Raises :class:`A2AError` for
+    bad input, an engine failure or too many layers.
     """
     fabric = fabric or Fabric()
     timings = {}
     t0 = time.perf_counter()
-    routes = route(topology, algo, fabric, progress=progress, **options)
+    if routes is None:
+        routes = route(topology, algo, fabric, progress=progress, demand=demand, **options)
     t1 = time.perf_counter()
     timings["route"] = t1 - t0
     if progress:
@@ -197,11 +215,15 @@ def route_schedule(topology: Topology, algo: str, fabric: Fabric | None = None, 
     if deadlock is not None:
         schedule = layer_schedule(schedule, deadlock, max_layers)
         timings["layers"] = time.perf_counter() - t2
-    if mcf_time is None:
+    if max_flows is not None or flow_per_chunk:
+        from ..chunk.injection import injection_control
+
+        schedule = injection_control(schedule, max_flows, flow_per_chunk)
+    if mcf_time is None and mcf:
         from ..solve import solve
 
         t3 = time.perf_counter()
-        mcf_time = solve(topology, fabric, "mcf-decomp").lp_time
+        mcf_time = solve(topology, fabric, "mcf-decomp", demand=routes.demand).lp_time
         timings["mcf"] = time.perf_counter() - t3
     schedule = dataclasses.replace(schedule, info={**schedule.info, "mcf_time": mcf_time})
     xml = mpi_paths_to_xml(lower_mpi_paths(schedule, name))

@@ -36,7 +36,7 @@ from ..fabric import Fabric
 from ..topology.model import Topology
 from .layered import layered_routes
 from .lft import hop_links, trace
-from .result import RouteSet
+from .tables import ForwardingTables
 from .routers import RouterView, minimal_tables, path_catalog, router_distances, router_view
 
 
@@ -130,7 +130,7 @@ def sf_layer_tables(view: RouterView, n_layers: int, rng: np.random.Generator, p
 
 
 def sf_layers(topology: Topology, fabric: Fabric | None = None, *, layers: int = 4, seed: int = 0,
-              progress=None) -> RouteSet:
+              progress=None) -> ForwardingTables:
     """Blach et al.'s layered routing with ``layers`` layers (LMC offsets); VLs by DFSSSP afterwards."""
     if not 1 <= layers <= 128:
         raise A2AError(f"sf-layers: --layers must be in 1..128 (InfiniBand LMC allows 2^7 addresses), got {layers}")

@@ -18,20 +18,20 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+
 from ..fabric import Fabric
 from ..topology.model import Topology
-from .lft import all_pairs, routes_from_nodes, trace
-from .result import RouteSet
-from .routers import hop_channels, host_tables, minimal_tables, router_view
+from .routers import host_tables, minimal_tables, router_distances, router_view
+from .tables import ForwardingTables, from_next_nodes
 
 
-def sf_min(topology: Topology, fabric: Fabric | None = None, *, progress=None) -> RouteSet:
+def sf_min(topology: Topology, fabric: Fabric | None = None, *, progress=None) -> ForwardingTables:
     """One minimal route per host pair, VC ``k`` on router hop ``k`` (module docstring)."""
     t0 = time.perf_counter()
     view = router_view(topology)
     nxt = host_tables(view, minimal_tables(view))
-    src, dst = all_pairs(topology.n_hosts)
-    nodes = trace(topology, nxt, src, dst, algo="sf-min")
-    vcs = hop_channels(view, nodes)
-    return routes_from_nodes("sf-min", topology, fabric or Fabric(), src, dst, nodes, vcs=vcs,
-                             timings={"route": time.perf_counter() - t0}, info={"vcs": int(vcs.max(initial=0)) + 1})
+    routers = view.routers
+    diameter = int(router_distances(view)[np.ix_(routers, routers)].max(initial=0))
+    return from_next_nodes("sf-min", topology, fabric or Fabric(), nxt, hop_vc=view.is_router,
+                           timings={"route": time.perf_counter() - t0}, info={"vcs": max(diameter, 1)})

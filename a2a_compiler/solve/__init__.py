@@ -21,12 +21,16 @@ import importlib
 import inspect
 
 from ..errors import A2AError
-from ..fabric import Fabric
+from ..fabric import Fabric, apply_link_classes
 from ..topology.model import Topology
 from .result import FlowSolution, WeightedPath
 
-#: Largest flow LP :func:`solve` builds (nonzeros; HiGHS needs some 100 bytes per nonzero).
-MAX_LP_NONZEROS = 200_000_000
+#: Memory of a flow LP per nonzero, solver included: measured peak RSS above the imported package of
+#: ``a2a solve jellyfish:N,4,seed=1`` (plain master LP, IPX): N=128 310 B, N=256 280 B; PDLP at
+#: N=1000 (12·10⁶ nonzeros) 3.0 GB, 250 B.
+LP_BYTES_PER_NONZERO = 300
+#: Largest flow LP :func:`solve` builds, in estimated bytes (:data:`LP_BYTES_PER_NONZERO`); refused up front above.
+MAX_LP_BYTES = 16 * 2**30
 #: method name -> (module, function); modules are imported on first use.
 METHODS = {
     "mcf": ("mcf", "mcf"),
@@ -48,19 +52,25 @@ def method_function(method: str):
 def method_options(method: str) -> list[str]:
     """The keyword options ``method`` accepts (mcf-extp: also those of its ``base`` solvers)."""
     params = inspect.signature(method_function(method)).parameters.values()
-    names = [p.name for p in params if p.kind is p.KEYWORD_ONLY]
+    names = [p.name for p in params if p.kind is p.KEYWORD_ONLY and p.name != "demand"]
     if any(p.kind is p.VAR_KEYWORD for p in params):  # mcf-extp passes the rest to its base solver
         names += [o for base in ("mcf", "mcf-decomp") for o in method_options(base)]
     return list(dict.fromkeys(names))
 
 
-def solve(topology: Topology, fabric: Fabric | None = None, method: str = "mcf-decomp", **options) -> FlowSolution:
+def solve(topology: Topology, fabric: Fabric | None = None, method: str = "mcf-decomp", *, demand=None,
+          **options) -> FlowSolution:
     """Solve the all-to-all flow problem on ``topology`` under ``fabric`` with ``method`` (Basu et al. §3).
 
-    ``options`` go to the method's function (e.g. ``solver=``, ``workers=``,
-    ``paths=``, ``progress=``; :func:`method_options` lists them); an option the
-    method does not take raises :class:`A2AError` naming it.
+    ``demand`` makes it an all-to-allv: a :class:`~a2a_compiler.demand.Demand`, an
+    ``N x N`` array or a CSV / ``.npy`` path (:func:`~a2a_compiler.demand.as_demand`);
+    a uniform matrix is the plain all-to-all.  ``options`` go to the method's
+    function (e.g. ``solver=``, ``workers=``, ``paths=``, ``progress=``;
+    :func:`method_options` lists them); an option the method does not take raises
+    :class:`A2AError` naming it.
     """
+    from ..demand import as_demand
+
     func = method_function(method)
     allowed = method_options(method)
     unknown = sorted(set(options) - set(allowed))
@@ -68,23 +78,27 @@ def solve(topology: Topology, fabric: Fabric | None = None, method: str = "mcf-d
         raise A2AError(f"{method} does not take option{'s' if len(unknown) > 1 else ''} "
                        f"{', '.join(map(repr, unknown))}; it takes {', '.join(allowed)}")
     fabric = fabric or Fabric()
+    topology = apply_link_classes(topology, fabric)
     check_lp_size(topology, fabric, method)
-    return func(topology, fabric, **options)
+    demand = as_demand(demand, topology.n_hosts)
+    return func(topology, fabric, **options) if demand is None else func(topology, fabric, demand=demand, **options)
 
 
 def check_lp_size(topology: Topology, fabric: Fabric, method: str) -> None:
-    """Refuse a flow LP that cannot fit: about 3 nonzeros per flow variable, one variable per
-    (commodity group, link) — ``N(N-1)`` groups for ``mcf`` (eqs. 1–5), ``N`` for the
-    source-grouped LPs (eqs. 6–9, tsMCF per step, counted once) — against :data:`MAX_LP_NONZEROS`."""
+    """Refuse, before building it, a flow LP whose estimated memory exceeds :data:`MAX_LP_BYTES`: about
+    3 nonzeros per flow variable, one variable per (commodity group, link) — ``N(N-1)`` groups for
+    ``mcf`` (eqs. 1–5), ``N`` for the source-grouped LPs (eqs. 6–9, tsMCF per step, counted once) —
+    at :data:`LP_BYTES_PER_NONZERO` each.  The message gives the estimate."""
     n = topology.n_hosts
     links = topology.n_links + (2 * n if fabric.host_bw is not None else 0)  # host–NIC links of Fig. 2
     groups = n * (n - 1) if method == "mcf" else n
     nnz = 3 * groups * links
-    if nnz > MAX_LP_NONZEROS:
+    need = nnz * LP_BYTES_PER_NONZERO
+    if need > MAX_LP_BYTES:
         raise A2AError(f"{topology.spec}: the {method} LP would have about {nnz:.1e} nonzeros ({groups} commodity "
-                       f"group(s) x {links} links), over the limit of {MAX_LP_NONZEROS:.0e} "
-                       f"(a2a_compiler.solve.MAX_LP_NONZEROS)" + ("; mcf-decomp needs N times fewer"
-                                                                  if method == "mcf" else ""))
+                       f"group(s) x {links} links) and need about {need / 2**30:.0f} GiB, over the "
+                       f"{MAX_LP_BYTES / 2**30:.0f} GiB limit (a2a_compiler.solve.MAX_LP_BYTES)"
+                       + ("; mcf-decomp needs N times fewer" if method == "mcf" else ""))
 
 
 __all__ = ["solve", "method_options", "METHODS", "FlowSolution", "WeightedPath"]

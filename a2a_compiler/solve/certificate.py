@@ -8,8 +8,15 @@
   without crossover, PDLP) is thereby repaired by scaling.
 * **Dual (upper bound).**  For any link lengths ``l >= 0`` weak duality of the
   max-concurrent-flow LP (Basu et al. eqs. 1–5) gives
-  ``F* <= sum_e c_e l_e / sum_{s != d} dist_l(s, d)`` (:func:`dual_upper_bound`);
+  ``F* <= sum_e c_e l_e / sum_{s != d} D[s, d]·dist_l(s, d)`` (:func:`dual_upper_bound`);
   the LP's capacity-row duals are near-optimal lengths.
+
+**Demands.**  With a demand matrix ``D`` (:mod:`a2a_compiler.demand`) commodity
+``k = s*N + d`` has volume ``volume[k] = D[s, d]`` (``None``: 1 everywhere).  Paths
+stay *per unit*: a commodity's weights sum to 1, its share of its own volume;
+loads weight each path by its commodity's volume.  A commodity of volume 0 gets a
+min-hop route (:func:`fallback_routes`) that carries nothing, so a schedule has a
+route for every pair whatever counts arrive at run time.
 """
 
 from __future__ import annotations
@@ -81,9 +88,10 @@ class Routing:
             raise A2AError(f"no route carries flow from host {k // n_hosts} to host {k % n_hosts}")
         return Routing(self.commodity, self.weight / total[self.commodity], self.ptr, self.links)
 
-    def link_loads(self, n_links: int) -> np.ndarray:
-        """Total flow on each link of the solve graph."""
-        return np.bincount(self.links, weights=self.weight[self.path_of_link()], minlength=n_links)
+    def link_loads(self, n_links: int, volume: np.ndarray | None = None) -> np.ndarray:
+        """Total flow on each link of the solve graph; ``volume[k]`` scales commodity ``k``'s paths."""
+        w = self.weight if volume is None else self.weight * volume[self.commodity]
+        return np.bincount(self.links, weights=w[self.path_of_link()], minlength=n_links)
 
     def link_flow_matrix(self, n_hosts: int, link_origin: np.ndarray, n_base_links: int) -> sp.csr_array:
         """Per-commodity flows (rows ``s*N+d``) projected onto the base links.
@@ -109,6 +117,46 @@ class Routing:
         return out
 
 
+def commodity_volume(demand, n_hosts: int) -> np.ndarray | None:
+    """``volume[s*N + d] = D[s, d]`` of a :class:`~a2a_compiler.demand.Demand` (``None``: uniform)."""
+    return None if demand is None else np.asarray(demand.volumes, dtype=float).reshape(n_hosts * n_hosts)
+
+
+def fallback_routes(topology: Topology, commodities) -> Routing:
+    """A min-hop path (unit weight) for each commodity ``s*N + d``: the route of a pair of volume 0.
+
+    Trees break distance ties canonically (:func:`~a2a_compiler.numeric.shortest_path_tree`).
+    """
+    from ..numeric import shortest_path_tree
+
+    nh, n = topology.n_hosts, topology.n_nodes
+    live = np.flatnonzero(topology.capacity > 0)
+    key = topology.src * n + topology.dst
+    commodity, ptr, links = [], [0], []
+    for k in np.asarray(commodities, dtype=np.int64).tolist():
+        s, d = divmod(k, nh)
+        _, pred = shortest_path_tree(n, topology.src[live], topology.dst[live], np.ones(len(live)), s)
+        nodes = [d]
+        while nodes[-1] != s:
+            nodes.append(int(pred[nodes[-1]]))
+        nodes.reverse()
+        hops = np.asarray(nodes[:-1], dtype=np.int64) * n + np.asarray(nodes[1:], dtype=np.int64)
+        links.extend(np.searchsorted(key, hops).tolist())
+        ptr.append(len(links))
+        commodity.append(k)
+    return Routing(np.asarray(commodity, dtype=np.int64), np.ones(len(commodity)), np.asarray(ptr, np.int64),
+                   np.asarray(links, dtype=np.int64))
+
+
+def with_fallback(routing: Routing, topology: Topology, volume: np.ndarray) -> Routing:
+    """``routing`` plus :func:`fallback_routes` for every pair of volume 0 it does not route."""
+    nh = topology.n_hosts
+    have = np.bincount(routing.commodity, weights=routing.weight, minlength=nh * nh) > 0
+    s, d = np.divmod(np.arange(nh * nh), nh)
+    missing = np.flatnonzero((s != d) & (volume <= 0) & ~have)
+    return routing if not len(missing) else Routing.concat([routing, fallback_routes(topology, missing)])
+
+
 def solve_graph(topology: Topology, fabric):
     """The prologue of every flow solver: the fabric (default: unlimited hosts), the graph the
     LP runs on (:func:`a2a_compiler.fabric.augment`, Basu et al. §3.2.2 Fig. 2), checked
@@ -126,7 +174,7 @@ def solve_graph(topology: Topology, fabric):
 
 
 def time_expanded_bound(topology: Topology, fabric, link_len: np.ndarray, in_len: np.ndarray | None,
-                        out_len: np.ndarray | None) -> float:
+                        out_len: np.ndarray | None, demand=None) -> float:
     """Certified lower bound on the tsMCF optimum ``Σ_t U_t`` (eqs. 15–20, §3.2.2) by weak duality.
 
     Any nonnegative lengths per step on links (``(L, E)``) and, with a host
@@ -134,7 +182,8 @@ def time_expanded_bound(topology: Topology, fabric, link_len: np.ndarray, in_len
     step's capacity-weighted sum is 1.  A unit of commodity ``(s, d)`` then pays
     at least the shortest time-expanded path from ``s`` at layer 0 to ``d``
     (holding is free; host terms as the forwarding mode charges them), and the
-    sum over commodities is at most ``Σ_t U_t``.
+    sum over commodities (each times its volume ``D[s, d]``, with a ``demand``) is at
+    most ``Σ_t U_t``.
     """
     L, E = link_len.shape
     n, nh = topology.n_nodes, topology.n_hosts
@@ -163,7 +212,10 @@ def time_expanded_bound(topology: Topology, fabric, link_len: np.ndarray, in_len
         dist = np.minimum(dist, sunk)
         reach = np.minimum(reach, arrive)
     dist = dist[:, :nh]
-    return float(dist[~np.eye(nh, dtype=bool)].sum())
+    off = ~np.eye(nh, dtype=bool)
+    if demand is None:
+        return float(dist[off].sum())
+    return dot(dist[off], np.asarray(demand.volumes)[off])
 
 
 def check_connected(topology: Topology) -> None:
@@ -186,9 +238,10 @@ def check_connected(topology: Topology) -> None:
         )
 
 
-def certified_flow(routing: Routing, topology: Topology) -> tuple[float, np.ndarray]:
-    """``(F, loads)`` achieved by a *normalised* routing on ``topology``'s capacities."""
-    loads = routing.link_loads(topology.n_links)
+def certified_flow(routing: Routing, topology: Topology, volume: np.ndarray | None = None) -> tuple[float, np.ndarray]:
+    """``(F, loads)`` achieved by a *normalised* routing on ``topology``'s capacities (commodity ``k``
+    shipping ``volume[k]``, default 1)."""
+    loads = routing.link_loads(topology.n_links, volume)
     cap = topology.capacity
     if np.any((cap <= 0) & (loads > 0)):
         return 0.0, loads
@@ -213,9 +266,10 @@ def conservation_error(flows: sp.csr_array, topology: Topology) -> float:
     return float(np.abs(diff.data).max(initial=0.0))
 
 
-def path_dual_upper_bound(topology: Topology, routing: Routing, lengths: np.ndarray) -> float:
+def path_dual_upper_bound(topology: Topology, routing: Routing, lengths: np.ndarray,
+                          volume: np.ndarray | None = None) -> float:
     """Weak-duality bound on the path-restricted LP (pMCF, eqs. 21–24): for lengths ``l >= 0``,
-    ``F_paths <= sum_e c_e l_e / sum_k min_{p in P_k} l(p)`` over the candidate paths ``routing``.
+    ``F_paths <= sum_e c_e l_e / sum_k volume_k·min_{p in P_k} l(p)`` over the candidate paths ``routing``.
 
     Unlike :func:`dual_upper_bound` (which bounds the unrestricted MCF), this bounds
     the optimum over the given candidates, whatever the solver's accuracy.
@@ -225,12 +279,12 @@ def path_dual_upper_bound(topology: Topology, routing: Routing, lengths: np.ndar
     best = {}
     for k, c in zip(routing.commodity.tolist(), cost.tolist()):
         best[k] = min(best.get(k, math.inf), c)
-    total = sum(best.values())
+    total = sum(best.values()) if volume is None else math.fsum(volume[k] * c for k, c in best.items())
     return dot(topology.capacity, l) / total if total > 0 else math.inf
 
 
-def dual_upper_bound(topology: Topology, lengths: np.ndarray) -> float:
-    """Weak-duality bound ``min_l sum_e c_e l_e / sum_{s!=d} dist_l(s, d)``.
+def dual_upper_bound(topology: Topology, lengths: np.ndarray, demand=None) -> float:
+    """Weak-duality bound ``min_l sum_e c_e l_e / sum_{s!=d} D[s, d]·dist_l(s, d)`` (``D = 1`` without ``demand``).
 
     Evaluated for the given lengths ``l >= 0`` (the LP's capacity duals) and for
     unit lengths (the distance bound), whichever is smaller.  Zero lengths are
@@ -250,7 +304,8 @@ def dual_upper_bound(topology: Topology, lengths: np.ndarray) -> float:
         l = l / top + 1e-12
         l[cap <= 0] = 1e9
         adj = sp.csr_array((l, (topology.src, topology.dst)), shape=(n, n))
-        total = float(csgraph.dijkstra(adj, directed=True, indices=np.arange(nh))[:, :nh].sum())
+        dist = csgraph.dijkstra(adj, directed=True, indices=np.arange(nh))[:, :nh]
+        total = float(dist.sum()) if demand is None else dot(dist, demand.volumes)
         if math.isfinite(total) and total > 0:
             best = min(best, dot(cap, l) / total)
     return best
@@ -327,12 +382,14 @@ def decompose_flow(topology: Topology, source: int, flow: np.ndarray, demand: np
                    np.asarray(ptr, dtype=np.int64), np.asarray(links, dtype=np.int64))
 
 
-def decompose_commodities(topology: Topology, sources, dests, flows: np.ndarray) -> Routing:
-    """:func:`decompose_flow` of per-commodity flows ``flows[k]`` (unit demand ``sources[k] -> dests[k]``)."""
+def decompose_commodities(topology: Topology, sources, dests, flows: np.ndarray, amounts=None) -> Routing:
+    """:func:`decompose_flow` of per-commodity flows ``flows[k]`` (``amounts[k]``, default 1, from
+    ``sources[k]`` to ``dests[k]``)."""
     demand = np.zeros(topology.n_nodes)
+    amounts = np.ones(len(flows)) if amounts is None else np.asarray(amounts, dtype=float)
     parts = []
-    for s, d, f in zip(np.asarray(sources).tolist(), np.asarray(dests).tolist(), flows):
-        demand[d] = 1.0
+    for s, d, f, a in zip(np.asarray(sources).tolist(), np.asarray(dests).tolist(), flows, amounts.tolist()):
+        demand[d] = a
         parts.append(decompose_flow(topology, s, f, demand))
         demand[d] = 0.0
     return Routing.concat(parts)

@@ -51,19 +51,21 @@ def _install(graph: Topology) -> None:
 
 
 def split_source(graph: Topology, source: int, flow: np.ndarray, child: str = "paths",
-                 solver: str = DEFAULT_SOLVER) -> Routing:
-    """Per-commodity paths of one source's per-unit master flow (§3.1.2 step 2)."""
+                 solver: str = DEFAULT_SOLVER, amounts: np.ndarray | None = None) -> Routing:
+    """Per-commodity paths of one source's master flow (§3.1.2 step 2), delivering ``amounts[d]``
+    (default 1) to every host ``d``."""
     nh = graph.n_hosts
     if child == "paths":
         demand = np.zeros(graph.n_nodes)
-        demand[:nh] = 1.0
+        demand[:nh] = 1.0 if amounts is None else amounts
         demand[source] = 0.0
         return decompose_flow(graph, source, flow, demand)
-    # Child LP (eqs. 10-14): minimum total flow delivering one unit to every destination
+    # Child LP (eqs. 10-14): minimum total flow delivering every destination its amount
     # within the source's master flow (U fixed to 1).  Capacities get 1e-7 relative
     # slack for the master LP's tolerance; the certified F accounts for it.
-    dests = np.array([d for d in range(nh) if d != source])
-    sinks = sp.coo_array((np.ones(len(dests)), (np.arange(len(dests)), dests)), shape=(len(dests), graph.n_nodes))
+    dests = np.array([d for d in range(nh) if d != source and (amounts is None or amounts[d] > 0)])
+    amount = np.ones(len(dests)) if amounts is None else np.asarray(amounts, dtype=float)[dests]
+    sinks = sp.coo_array((amount, (np.arange(len(dests)), dests)), shape=(len(dests), graph.n_nodes))
     A, lower, upper = flow_lp(graph, np.full(len(dests), source), sinks,
                               capacity=flow * (1 + 1e-7) + 1e-9 * float(flow.max(initial=0.0)))
     c = np.ones(A.shape[1])
@@ -73,11 +75,13 @@ def split_source(graph: Topology, source: int, flow: np.ndarray, child: str = "p
     res = solve_lp(c, A, lower, upper, col_fixed, np.where(col_fixed > 0, 1.0, np.inf),
                    solver=pick_solver(solver, A.nnz))
     flows = res.x[1:].reshape(len(dests), graph.n_links)
-    return decompose_commodities(graph, np.full(len(dests), source), dests, flows)
+    return decompose_commodities(graph, np.full(len(dests), source), dests, flows, amount)
 
 
-def _split_chunk(graph: Topology, sources: np.ndarray, flows: np.ndarray, child: str, solver: str) -> Routing:
-    return Routing.concat(split_source(graph, int(s), f, child, solver) for s, f in zip(sources, flows))
+def _split_chunk(graph: Topology, sources: np.ndarray, flows: np.ndarray, child: str, solver: str,
+                 amounts: np.ndarray | None = None) -> Routing:
+    return Routing.concat(split_source(graph, int(s), f, child, solver, None if amounts is None else amounts[i])
+                          for i, (s, f) in enumerate(zip(sources, flows)))
 
 
 def _call(func, args):
@@ -177,17 +181,20 @@ def source_chunks(n_sources: int, workers: int, mpi: bool) -> list[np.ndarray]:
 
 
 def split_sources(graph: Topology, sources: np.ndarray, flows: np.ndarray, *, child: str = "paths",
-                  solver: str = DEFAULT_SOLVER, workers: int = 1, mpi: bool = False, progress=None) -> Routing:
-    """Run :func:`split_source` for ``sources`` (flow ``flows[i]`` of ``sources[i]``), serially or in parallel."""
+                  solver: str = DEFAULT_SOLVER, workers: int = 1, mpi: bool = False, progress=None,
+                  amounts: np.ndarray | None = None) -> Routing:
+    """Run :func:`split_source` for ``sources`` (flow ``flows[i]`` of ``sources[i]``, delivering
+    ``amounts[i, d]``, default 1), serially or in parallel."""
     chunks = source_chunks(len(sources), workers, mpi)
-    parts = map_chunks(graph, _split_chunk, [(sources[c], flows[c], child, solver) for c in chunks],
-                       workers=workers, mpi=mpi, progress=progress, label="per-source split")
+    args = [(sources[c], flows[c], child, solver) + (() if amounts is None else (amounts[c],)) for c in chunks]
+    parts = map_chunks(graph, _split_chunk, args, workers=workers, mpi=mpi, progress=progress,
+                       label="per-source split")
     return Routing.concat(parts)
 
 
 def mcf_decomp(topology: Topology, fabric: Fabric | None = None, *, solver: str = DEFAULT_SOLVER,
                child: str = "paths", workers: int = 1, mpi: bool = False, symmetry: str | bool = "auto",
-               progress=None) -> FlowSolution:
+               progress=None, demand=None) -> FlowSolution:
     """Optimal all-to-all concurrent flow by the decomposed MCF (eqs. 6–9, then 10–14 or paths).
 
     Same optimum as :func:`~a2a_compiler.solve.mcf.mcf`; the per-commodity flows
@@ -197,7 +204,10 @@ def mcf_decomp(topology: Topology, fabric: Fabric | None = None, *, solver: str 
     (:func:`~a2a_compiler.solve.symmetry.find_symmetry`; ``info["symmetry"]``
     says which group); ``"off"`` solves the plain master LP.  ``F`` is
     certified on the split flows of every source, ``upper_bound`` comes from
-    the master LP's capacity duals.
+    the master LP's capacity duals.  With a ``demand`` source ``s`` sinks ``D[s, d]`` at
+    every ``d``, and the quotient keeps only the automorphisms that leave ``D``
+    invariant (:meth:`~a2a_compiler.solve.symmetry.Symmetry.stabiliser`, checked
+    entry by entry).
     """
     if child not in CHILD_MODES:
         raise A2AError(f"unknown child mode {child!r}; choose one of {', '.join(CHILD_MODES)}")
@@ -209,23 +219,28 @@ def mcf_decomp(topology: Topology, fabric: Fabric | None = None, *, solver: str 
     t0 = time.perf_counter()
     sym = (find_symmetry(topology, g, aug.node_origin) if wanted(symmetry, nh * g.n_links)
            else Symmetry.trivial(g))
+    if demand is not None:
+        sym = sym.stabiliser(demand)
     if progress and sym.order > 1:
         progress(f"symmetry: {sym.family}; master LP over {len(sym.reps)} of {nh} sources")
     reps = sym.reps
     k, d = np.divmod(np.arange(len(reps) * nh), nh)
-    off = d != reps[k]
-    sinks = sp.coo_array((np.ones(int(off.sum())), (k[off], d[off])), shape=(len(reps), g.n_nodes))
+    amounts = None if demand is None else np.asarray(demand.volumes)[reps]
+    amount = np.ones(len(k)) if amounts is None else amounts[k, d]
+    off = (d != reps[k]) & (amount > 0)
+    sinks = sp.coo_array((amount[off], (k[off], d[off])), shape=(len(reps), g.n_nodes))
     t_sym = time.perf_counter() - t0
     U, flows, lengths, res, build = solve_flow_lp(g, reps, sinks, solver=solver, progress=progress, symmetry=sym,
                                                   label="master LP")
     t0 = time.perf_counter()
-    ub = dual_upper_bound(g, lengths)
+    ub = dual_upper_bound(g, lengths, demand)
     t1 = time.perf_counter()
-    routing = split_sources(g, reps, flows, child=child, solver=solver, workers=workers, mpi=mpi, progress=progress)
+    routing = split_sources(g, reps, flows, child=child, solver=solver, workers=workers, mpi=mpi, progress=progress,
+                            amounts=amounts)
     routing = sym.expand_routing(routing, nh)
     timings = {"symmetry": t_sym, "build": build, "lp": res.seconds, "bound": t1 - t0,
                "split": time.perf_counter() - t1}
     info = {"solver": res.solver, "lp_status": res.status, "child": child, "workers": workers, "mpi": mpi,
             "symmetry": sym.summary(), "lp_rows": int(len(res.row_value)), "lp_columns": int(len(res.x)),
             "lp_iterations": res.iterations, "lp_concurrent_flow": float(1 / U)}
-    return finish("mcf-decomp", topology, fabric, aug, routing, ub, timings, info)
+    return finish("mcf-decomp", topology, fabric, aug, routing, ub, timings, info, demand=demand)

@@ -11,14 +11,27 @@ inside its linear-algebra loops, several times per second even on the N=1000
 master LP), and :class:`KeyboardInterrupt` propagates.  With a progress
 reporter, HiGHS's log lines arrive through its logging callback (never on the
 console) and become iteration/objective ticks.
+
+PDLP (cuPDLP-C) polls no interrupt callback and prints its log on the C
+``stdout``, so it runs in a child interpreter instead (:func:`_run_pdlp`):
+Ctrl-C kills the child, and the child's ``stdout`` — a pipe, never the
+command's own — is read for restart and iteration lines, which become ticks.
 """
 
 from __future__ import annotations
 
+import ctypes
+import os
+import pickle
+import queue
 import re
+import signal
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import highspy
 import numpy as np
@@ -30,12 +43,16 @@ from ..numeric import generic_costs
 from ..progress import tick_of
 
 INF = highspy.kHighsInf
-#: Seconds to wait, after Ctrl-C, for HiGHS to stop at its next interrupt callback.
-INTERRUPT_GRACE = 5.0
+#: Seconds to wait, after Ctrl-C, for HiGHS to stop at its next interrupt callback (then the
+#: command exits anyway, :func:`solver_running`): every solver stops within 2 s.
+INTERRUPT_GRACE = 1.5
 #: A waiting main thread wakes this often (seconds) so that Ctrl-C reaches it whichever thread took it.
 WAKE_INTERVAL = 0.1
 #: An iteration line of the IPX or simplex log: iteration count, then the (primal) objective.
 _ITERATION_LINE = re.compile(r"^\s*\w*\s+(\d+)\*?\s+([-+]?\d\.\d+e[-+]\d+)")
+#: cuPDLP-C's log lines: an iteration row (iteration, primal objective) or a restart note.
+_PDLP_ITERATION = re.compile(r"^\s*(\d+)\s+([-+]?\d\.\d+e[-+]\d+)\s+([-+]?\d\.\d+e[-+]\d+)")
+_PDLP_RESTART = re.compile(r"^Last restart was iter (\d+)")
 _threads: set[threading.Thread] = set()  # HiGHS runs not yet finished
 
 #: HiGHS option sets behind each ``--solver`` name.
@@ -77,7 +94,7 @@ _reset_scheduler = getattr(_core._Highs, "resetThreadScheduler", None) or _core.
 
 
 def solver_running() -> bool:
-    """Is a HiGHS run still going (one that ignored an interrupt, e.g. PDLP, which has no callback)?"""
+    """Is a HiGHS run still going (one that ignored its interrupt callback past :data:`INTERRUPT_GRACE`)?"""
     return any(t.is_alive() for t in _threads)
 
 
@@ -85,8 +102,8 @@ def run_highs(h: highspy.Highs, *, label: str = "LP", progress=None) -> None:
     """``h.run()``, interruptible by Ctrl-C, with iteration ticks sent to ``progress``.
 
     Ticks come from the log HiGHS hands to its logging callback (console
-    logging stays off); PDLP's log bypasses HiGHS's logger and goes to stdout,
-    so pass no ``progress`` for it.
+    logging stays off).  Not for PDLP, which polls no interrupt callback and
+    logs on stdout: :func:`solve_lp` runs it in a child process.
 
     Raises :class:`KeyboardInterrupt` once HiGHS has stopped (or after
     :data:`INTERRUPT_GRACE` seconds if it does not poll its callbacks).
@@ -206,44 +223,132 @@ def solve_lp(
     """
     if solver not in SOLVERS:
         raise A2AError(f"unknown LP solver {solver!r}; choose one of {', '.join(SOLVERS)}")
-    h = quiet_highs()
-    for key, value in SOLVERS[solver].items():
-        h.setOptionValue(key, value)
-    if time_limit is not None:
-        h.setOptionValue("time_limit", float(time_limit))
-    for key, value in (options or {}).items():
-        h.setOptionValue(key, value)
-    n_row, n_col = _pass_model(h, c, A, row_lower, row_upper, col_lower, col_upper, maximize)
+    settings = {**SOLVERS[solver], **({"time_limit": float(time_limit)} if time_limit is not None else {}),
+                **(options or {})}
+    A = sp.csc_array(A)
+    model = (c, A, row_lower, row_upper, col_lower, col_upper, maximize)
+    n_row, n_col = A.shape
     t0 = time.perf_counter()
-    pdlp = {**SOLVERS[solver], **(options or {})}.get("solver") == "pdlp"
-    run_highs(h, label=label, progress=None if pdlp else progress)  # cuPDLP-C logs on stdout: keep it off
+    if settings.get("solver") == "pdlp":
+        out = _run_pdlp(settings, model, label, progress)
+    else:
+        h = quiet_highs()
+        for key, value in settings.items():
+            h.setOptionValue(key, value)
+        _pass_model(h, *model)
+        run_highs(h, label=label, progress=progress)
+        out = _Outcome.of(h)
     seconds = time.perf_counter() - t0
-    status = h.modelStatusToString(h.getModelStatus())
-    info = h.getInfo()
-    inexact = (inexact_ok and h.getModelStatus() == highspy.HighsModelStatus.kUnknown
-               and info.primal_solution_status > 0 and info.dual_solution_status > 0)
-    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal and not inexact:
-        raise A2AError(f"LP solver finished with status {status!r} ({n_row} rows, {n_col} columns)")
-    sol = h.getSolution()
-    x, row_value = np.asarray(sol.col_value, dtype=float), np.asarray(sol.row_value, dtype=float)
-    objective = float(info.objective_function_value)
-    iterations = int(info.simplex_iteration_count + info.ipm_iteration_count + info.pdlp_iteration_count)
+    optimal = out.model_status == int(highspy.HighsModelStatus.kOptimal)
+    inexact = (inexact_ok and out.model_status == int(highspy.HighsModelStatus.kUnknown)
+               and out.primal_valid and out.dual_valid)
+    if not optimal and not inexact:
+        raise A2AError(f"LP solver finished with status {out.status!r} ({n_row} rows, {n_col} columns)")
+    x, row_value, iterations = out.x, out.row_value, out.iterations
     if solver in VERTEX_SOLVERS and not inexact:
         x, row_value, more = _canonical_vertex(c, A, row_lower, row_upper, col_lower, col_upper, maximize,
-                                               objective, label, progress)
+                                               out.objective, label, progress)
         iterations += more
         seconds = time.perf_counter() - t0
-    return LPResult(
-        x=x,
-        row_value=row_value,
-        row_dual=np.asarray(sol.row_dual, dtype=float),
-        col_dual=np.asarray(sol.col_dual, dtype=float),
-        objective=objective,
-        status=status,
-        seconds=seconds,
-        iterations=iterations,
-        solver=solver,
-    )
+    return LPResult(x=x, row_value=row_value, row_dual=out.row_dual, col_dual=out.col_dual,
+                    objective=out.objective, status=out.status, seconds=seconds, iterations=iterations,
+                    solver=solver)
+
+
+@dataclass(frozen=True, eq=False)
+class _Outcome:
+    """What a HiGHS run left: model status (as an int, so it pickles), its name, objective, iterations,
+    whether the primal / dual points are valid, and the points."""
+
+    model_status: int
+    status: str
+    objective: float
+    iterations: int
+    primal_valid: bool
+    dual_valid: bool
+    x: np.ndarray
+    row_value: np.ndarray
+    row_dual: np.ndarray
+    col_dual: np.ndarray
+
+    @classmethod
+    def of(cls, h: highspy.Highs) -> "_Outcome":
+        info, sol, model = h.getInfo(), h.getSolution(), h.getModelStatus()
+        return cls(int(model), h.modelStatusToString(model), float(info.objective_function_value),
+                   int(info.simplex_iteration_count + info.ipm_iteration_count + info.pdlp_iteration_count),
+                   info.primal_solution_status > 0, info.dual_solution_status > 0,
+                   *(np.asarray(v, dtype=float) for v in (sol.col_value, sol.row_value, sol.row_dual,
+                                                          sol.col_dual)))
+
+
+def _pdlp_main(result_fd: int) -> None:
+    """The PDLP child process of :func:`_run_pdlp`: settings and model (pickled) on stdin; cuPDLP-C's log
+    on stdout, line by line; the :class:`_Outcome` (pickled) on ``result_fd``."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)        # the parent takes Ctrl-C and terminates this process
+    settings, model = pickle.load(sys.stdin.buffer)
+    libc = ctypes.CDLL(None)
+    libc.setvbuf(ctypes.c_void_p.in_dll(libc, "stdout"), None, 1, 0)   # _IOLBF: every line as it is printed
+    h = quiet_highs()
+    for key, value in settings.items():
+        h.setOptionValue(key, value)
+    for key, value in (("output_flag", True), ("log_to_console", False), ("log_dev_level", 1)):
+        h.setOptionValue(key, value)                   # log_dev_level 1: cuPDLP-C reports its restarts
+    _pass_model(h, *model)
+    h.run()
+    with os.fdopen(result_fd, "wb") as out:
+        pickle.dump(_Outcome.of(h), out, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _run_pdlp(settings: dict, model: tuple, label: str, progress) -> _Outcome:
+    """Run PDLP in a child process: Ctrl-C terminates it at once (cuPDLP-C polls no interrupt
+    callback), and its log, which cuPDLP-C prints on the C ``stdout`` (the child's, a pipe), becomes
+    ``progress`` ticks (``"{label}: iteration k, objective z"`` from iteration rows,
+    ``"{label}: iteration k (restart)"``).  The child is a fresh interpreter (not a fork of this
+    process, whose HiGHS threads may hold locks), importing this package from where it is."""
+    read_fd, write_fd = os.pipe()
+    root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.Popen([sys.executable, "-c", f"from {__name__} import _pdlp_main; _pdlp_main({write_fd})"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            pass_fds=(write_fd,), env=env)
+    os.close(write_fd)
+    lines: queue.SimpleQueue = queue.SimpleQueue()
+    answer: list[bytes] = []
+
+    def read_result():
+        with os.fdopen(read_fd, "rb") as f:
+            answer.append(f.read())
+
+    def read_log():
+        for line in proc.stdout:
+            lines.put(line.decode(errors="replace"))
+
+    readers = [threading.Thread(target=t, daemon=True) for t in (read_result, read_log)]
+    for t in readers:
+        t.start()
+    tick = tick_of(progress)
+    try:
+        with proc.stdin:
+            pickle.dump((settings, model), proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+        while proc.poll() is None or not lines.empty():
+            try:
+                line = lines.get(timeout=WAKE_INTERVAL)
+            except queue.Empty:
+                continue
+            m, r = _PDLP_ITERATION.match(line), _PDLP_RESTART.match(line)
+            if tick is not None and m:
+                tick(f"{label}: iteration {int(m[1])}, objective {float(m[2]):.9g}")
+            elif tick is not None and r:
+                tick(f"{label}: iteration {int(r[1])} (restart)")
+        for t in readers:
+            t.join()
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    if proc.returncode != 0 or not answer or not answer[0]:
+        raise A2AError(f"{label}: the PDLP process ended without an answer (exit status {proc.returncode})")
+    return pickle.loads(answer[0])
 
 
 def _canonical_vertex(c, A, row_lower, row_upper, col_lower, col_upper, maximize: bool, objective: float,

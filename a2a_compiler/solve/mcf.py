@@ -16,8 +16,8 @@ import scipy.sparse as sp
 
 from ..fabric import Fabric
 from ..topology.model import Topology
-from .certificate import (Routing, certified_flow, conservation_error, decompose_commodities,
-                          dual_upper_bound, solve_graph)
+from .certificate import (Routing, certified_flow, commodity_volume, conservation_error, decompose_commodities,
+                          dual_upper_bound, solve_graph, with_fallback)
 from .lp import INF, solve_lp
 from .result import FlowSolution
 from .symmetry import Symmetry
@@ -117,17 +117,21 @@ def solve_flow_lp(topology: Topology, sources: np.ndarray, sinks, *, solver: str
 
 
 def finish(method: str, base: Topology, fabric: Fabric, aug, routing: Routing, upper_bound: float,
-           timings: dict, info: dict, paths: bool = False) -> FlowSolution:
+           timings: dict, info: dict, paths: bool = False, demand=None) -> FlowSolution:
     """Normalise a routing, certify its ``F`` on the solve graph, project flows to the base links.
 
     The certificate is numeric: loads are recomputed from the paths against every
-    capacity of the solve graph (host–NIC links included) and the projected flows
-    are checked for conservation.
+    capacity of the solve graph (host–NIC links included), each commodity weighted
+    by its volume under ``demand`` (pairs of volume 0 get a min-hop route first), and
+    the projected flows are checked for conservation.
     """
     t0 = time.perf_counter()
     g = aug.topology
+    volume = commodity_volume(demand, g.n_hosts)
+    if volume is not None:
+        routing = with_fallback(routing, g, volume)
     routing = routing.normalised(g.n_hosts)
-    F, _ = certified_flow(routing, g)
+    F, _ = certified_flow(routing, g, volume)
     flows = routing.link_flow_matrix(g.n_hosts, aug.link_origin, base.n_links)
     error = conservation_error(flows, base)
     if error > 1e-9:  # paths conserve by construction: this would be a bug, not bad input
@@ -147,27 +151,33 @@ def finish(method: str, base: Topology, fabric: Fabric, aug, routing: Routing, u
         method=method, spec=base.spec, fabric=fabric, n_hosts=base.n_hosts, n_links=base.n_links,
         concurrent_flow=float(F), upper_bound=float(upper_bound),
         status="optimal" if info.get("lp_status", "Optimal") == "Optimal" else "certified (inexact LP)",
-        timings=timings, link_flows=flows, paths=weighted, info={**info, "conservation_error": error},
+        timings=timings, link_flows=flows, paths=weighted, info={**info, "conservation_error": error}, demand=demand,
     )
 
 
 def mcf(topology: Topology, fabric: Fabric | None = None, *, solver: str = DEFAULT_SOLVER,
-        progress=None) -> FlowSolution:
+        progress=None, demand=None) -> FlowSolution:
     """Optimal all-to-all concurrent flow by the per-commodity link LP (eqs. 1–5).
 
     ``N(N-1)·|E|`` variables: the exact reference for small and medium ``N``.
     Each commodity's LP flow is cleaned by :func:`decompose_flow`, so the reported
     ``F`` is certified on the returned flows and ``upper_bound`` comes from the duals.
+    With a ``demand`` (:class:`~a2a_compiler.demand.Demand`) commodity ``(s, d)``
+    sinks ``D[s, d]`` (pairs of volume 0 are left out of the LP).
     """
     fabric, aug, s, d = solve_graph(topology, fabric)
     g = aug.topology
-    sinks = sp.coo_array((np.ones(len(s)), (np.arange(len(s)), d)), shape=(len(s), g.n_nodes))
+    amount = np.ones(len(s))
+    if demand is not None:
+        amount = demand.of_pairs(s, d)
+        s, d, amount = s[amount > 0], d[amount > 0], amount[amount > 0]
+    sinks = sp.coo_array((amount, (np.arange(len(s)), d)), shape=(len(s), g.n_nodes))
     U, flows, lengths, res, build = solve_flow_lp(g, s, sinks, solver=solver, progress=progress)
     t0 = time.perf_counter()
-    ub = dual_upper_bound(g, lengths)
-    routing = decompose_commodities(g, s, d, flows)
+    ub = dual_upper_bound(g, lengths, demand)
+    routing = decompose_commodities(g, s, d, flows, amount)
     timings = {"build": build, "lp": res.seconds, "decompose": time.perf_counter() - t0}
     info = {"solver": res.solver, "lp_status": res.status, "lp_rows": int(len(res.row_value)),
             "lp_columns": int(len(res.x)),
             "lp_concurrent_flow": float(1 / U)}
-    return finish("mcf", topology, fabric, aug, routing, ub, timings, info)
+    return finish("mcf", topology, fabric, aug, routing, ub, timings, info, demand=demand)

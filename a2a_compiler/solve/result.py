@@ -6,6 +6,11 @@ fraction of shard ``k = s*N + d`` that crosses link ``e`` of the *base* topology
 (host–NIC augmentation already projected away), and path weights of one
 commodity sum to 1.  The all-to-all time of the static flow is ``1/F`` link-times.
 
+With a demand matrix (:mod:`a2a_compiler.demand`) flows stay per unit: each
+commodity's flows are fractions of its own volume ``D[s, d]``; ``F`` is the largest
+scale with ``F·D[s, d]`` shipped for every pair at once, and ``1/F`` the time of the
+all-to-allv in link-times (volumes have mean 1, so it compares with the uniform time).
+
 Time-stepped solutions (tsMCF) have ``n_steps > 1``: column ``t*n_links + e`` is
 the fraction crossing link ``e`` in step ``t`` and ``step_loads[t] = U_t``.
 """
@@ -62,6 +67,7 @@ class FlowSolution:
     link_flows: sp.csr_array | None = None
     paths: tuple[WeightedPath, ...] = ()
     info: dict = field(default_factory=dict)
+    demand: object = None   # the Demand solved for (None: uniform)
 
     @property
     def gap(self) -> float:
@@ -94,8 +100,27 @@ class FlowSolution:
         """Total solve time (the sum of :attr:`timings`)."""
         return float(sum(self.timings.values()))
 
+    def time_under(self, topology, demand) -> float:
+        """All-to-all(v) time in link-times of these flows with their routes and steps unchanged, every pair
+        shipping its volume under ``demand`` (a :class:`~a2a_compiler.demand.Demand`; ``None``: 1 per pair),
+        priced by the one cost model (:mod:`a2a_compiler.chunk.cost`, host–NIC terms included).
+
+        For the uniform solution and a demand matrix this is what reusing one schedule for
+        every batch costs, to set beside the re-solved ``1/F(D)``.
+        """
+        from ..chunk.cost import CostModel, stepped_time
+
+        flows = sp.coo_array(self.link_flows)
+        t, e = np.divmod(flows.col.astype(np.int64), self.n_links)
+        s, d = np.divmod(flows.row.astype(np.int64), self.n_hosts)
+        amount = flows.data if demand is None else flows.data * np.asarray(demand.volumes)[s, d]
+        model = CostModel.from_topology(topology, self.fabric)
+        loads = model.step_loads(t, e, topology.src[e], topology.dst[e], s, d, self.n_steps, counts=amount)
+        return stepped_time(loads, model.capacity, 1)[0]
+
     def throughput_bound(self) -> float | None:
-        """(N-1)·F·b in bytes/s when the link bandwidth is known (Basu et al. §5.2)."""
+        """(N-1)·F·b in bytes/s when the link bandwidth is known (Basu et al. §5.2): what each rank sends
+        per second on average (with a demand too: its volumes have mean 1)."""
         if self.fabric.link_bw is None:
             return None
         return (self.n_hosts - 1) * self.concurrent_flow * self.fabric.link_bw
@@ -119,6 +144,7 @@ class FlowSolution:
             "lp_steps": self.n_steps,
             "paths": len(self.paths),
             "throughput_bound_GBps": None if tb is None else tb / 1e9,
+            **({"demand": self.demand.to_json_dict()} if self.demand is not None else {}),
             **self.info,
         }
 
@@ -136,7 +162,11 @@ class FlowSolution:
             "concurrent_flow": self.concurrent_flow, "upper_bound": self.upper_bound,
             "status": self.status, "n_steps": self.n_steps, "info": self.info,
         }
+        if self.demand is not None:
+            meta["demand"] = self.demand.to_json_dict(max_ranks=0)
         arrays = {"meta": np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)}
+        if self.demand is not None:
+            arrays["demand_volumes"] = np.asarray(self.demand.volumes, dtype=float)
         if self.step_loads is not None:
             arrays["step_loads"] = np.asarray(self.step_loads, dtype=float)
         if self.link_flows is not None:
@@ -185,10 +215,15 @@ class FlowSolution:
                 WeightedPath(int(s), int(d), tuple(int(v) for v in nodes[bounds[i]:bounds[i + 1]]), float(w))
                 for i, (s, d, w) in enumerate(zip(arrays["path_src"], arrays["path_dst"], arrays["path_weight"]))
             )
+        demand = None
+        if "demand_volumes" in arrays:
+            from ..demand import Demand
+
+            demand = Demand.from_volumes(arrays["demand_volumes"], str(meta.get("demand", {}).get("source", path)))
         return cls(
             method=meta["method"], spec=meta["spec"], fabric=Fabric.from_json_dict(meta["fabric"]),
             n_hosts=meta["n_hosts"], n_links=meta["n_links"], concurrent_flow=meta["concurrent_flow"],
             upper_bound=meta["upper_bound"], status=meta["status"], timings=meta.get("timings", {}),
             n_steps=meta["n_steps"], step_loads=arrays.get("step_loads"), link_flows=flows, paths=paths,
-            info=meta.get("info", {}),
+            info=meta.get("info", {}), demand=demand,
         )

@@ -128,6 +128,21 @@ class Symmetry:
         """The identity alone: every host its own orbit (the plain LP)."""
         return cls.of_group(graph, "none", np.arange(graph.n_nodes)[None, :], np.arange(graph.n_links)[None, :])
 
+    def stabiliser(self, demand) -> "Symmetry":
+        """The subgroup of elements ``γ`` with ``D[γ(s), γ(d)] = D[s, d]`` for every host pair (checked).
+
+        The LPs with demand ``D`` are invariant under exactly these; the stabiliser of ``D``
+        is a subgroup, so it still acts freely on the hosts.  The identity alone gives
+        :meth:`trivial`-like orbits (one source per host).
+        """
+        keep = [g for g in range(self.order) if demand.invariant_under(self.node_perm[g])]
+        if len(keep) == self.order:
+            return self
+        graph_hosts = len(self.source_rep)
+        fake = _HostCount(graph_hosts)
+        family = "none" if len(keep) == 1 else f"{self.family}, stabiliser of the demand, order {len(keep)}"
+        return Symmetry.of_group(fake, family, self.node_perm[keep], self.link_perm[keep])
+
     def summary(self) -> dict:
         return {"family": self.family, "order": self.order, "source_orbits": len(self.reps),
                 "link_orbits": self.n_classes}
@@ -166,6 +181,13 @@ class Symmetry:
             dest = self.node_perm[g][sub.commodity % n_hosts]
             parts.append(Routing(s * n_hosts + dest, sub.weight, sub.ptr, self.link_perm[g][sub.links]))
         return Routing.concat(parts)
+
+
+@dataclass(frozen=True)
+class _HostCount:
+    """What :meth:`Symmetry.of_group` reads of a graph: its host count."""
+
+    n_hosts: int
 
 
 def _orbits(perm: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

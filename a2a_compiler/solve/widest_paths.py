@@ -91,19 +91,19 @@ def _extract_chunk(topology: Topology, sources: np.ndarray, block: sp.csr_array,
 
 
 def mcf_extp(topology: Topology, fabric: Fabric | None = None, *, base: str = "mcf-decomp", tol: float = DEFAULT_TOL,
-             workers: int = 1, mpi: bool = False, progress=None, **base_options) -> FlowSolution:
+             workers: int = 1, mpi: bool = False, progress=None, demand=None, **base_options) -> FlowSolution:
     """Solve the link MCF with ``base`` (default ``mcf-decomp``), then extract widest paths.
 
     ``concurrent_flow`` is ``F_paths`` of the extracted, renormalised paths on the
-    solve graph (host–NIC links included); ``upper_bound`` is the base solution's
-    certificate for the true MCF optimum.
+    solve graph (host–NIC links included; under ``demand`` each pair weighted by its
+    volume); ``upper_bound`` is the base solution's certificate for the true MCF optimum.
     """
     from . import solve
 
     fabric = fabric or Fabric()
     if base == "mcf-decomp":
         base_options = {"workers": workers, "mpi": mpi, **base_options}
-    sol = solve(topology, fabric, base, progress=progress, **base_options)
+    sol = solve(topology, fabric, base, progress=progress, demand=demand, **base_options)
     t0 = time.perf_counter()
     nh = topology.n_hosts
     flows = sp.csr_array(sol.link_flows)
@@ -123,4 +123,5 @@ def mcf_extp(topology: Topology, fabric: Fabric | None = None, *, base: str = "m
     info = {"base": base, "base_concurrent_flow": sol.concurrent_flow, "tol": tol, "workers": workers, "mpi": mpi,
             "lp_status": sol.info.get("lp_status", "Optimal"),
             "min_extracted_fraction": float(extracted[s != d].min()), **{f"base_{k}": v for k, v in sol.info.items()}}
-    return finish("mcf-extp", topology, fabric, aug, routing, sol.upper_bound, timings, info, paths=True)
+    return finish("mcf-extp", topology, fabric, aug, routing, sol.upper_bound, timings, info, paths=True,
+                  demand=demand)

@@ -19,7 +19,7 @@ import math
 from pathlib import Path
 
 from ..errors import FormatError
-from ..files import parse_json, read_bytes
+from ..files import parse_json, read_text
 from .metrics import require_connected
 from .model import Topology
 
@@ -94,11 +94,7 @@ def load_topology_file(path) -> Topology:
     :class:`~a2a_compiler.errors.DisconnectedError` if some host cannot reach another.
     """
     path = Path(path)
-    data = read_bytes(path, MAX_TOPOLOGY_BYTES)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise FormatError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    text = read_text(path, MAX_TOPOLOGY_BYTES)
     if text.lstrip().startswith("{"):
         topo = Topology.from_json_dict(parse_json(text, str(path)), str(path))
     else:

@@ -7,9 +7,9 @@ hosts numbered first.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
-import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
@@ -81,13 +81,19 @@ def twisted_hypercube(d: int) -> Topology:
     return Topology.from_links(spec, 2**d, sorted(pairs))
 
 
-def torus(dims: tuple[int, ...]) -> Topology:
+def torus(dims: tuple[int, ...], p: int = 0) -> Topology:
     """Mixed-radix torus k1 x k2 x ...: neighbours differ by ±1 mod k_m in one dimension.
 
     A dimension of size 2 gives one cable (not two); a dimension of size 1 gives none.
-    Node ids are row-major over the coordinates (last dimension fastest).
+    Node ids are row-major over the coordinates (last dimension fastest).  With
+    ``p > 0`` the torus nodes are routers (switches) carrying ``p`` hosts each,
+    as in an InfiniBand torus (router ``r`` is node ``p * N + r``); ``coords`` are
+    then given for the routers, hosts get their router's, and a router's ports
+    are its hosts' (``1..p``), then dimension by dimension the ``+`` and the
+    ``-`` neighbour (the cabling OpenSM's ``dor`` engine reads dimensions from).
     """
-    spec = "torus:" + "x".join(str(k) for k in dims)
+    spec = "torus:" + "x".join(str(k) for k in dims) + (f",p={p}" if p else "")
+    _require(p >= 0, "p", "must be >= 0", spec)
     _require(len(dims) >= 1, "dims", "must list at least one dimension", spec)
     for m, k in enumerate(dims):
         _require(k >= 1, f"k{m + 1}", "must be >= 1", spec)
@@ -95,14 +101,24 @@ def torus(dims: tuple[int, ...]) -> Topology:
     _require(2 <= n <= MAX_NODES, "dims", f"must give 2..{MAX_NODES} hosts", spec)
     coords = np.array(list(itertools.product(*[range(k) for k in dims])), dtype=np.int64)
     strides = np.array([int(np.prod(dims[m + 1:])) for m in range(len(dims))], dtype=np.int64)
-    pairs = []
+    pairs, ports, slot = [], [], p + 1
     for m, k in enumerate(dims):
         if k == 1:
             continue
         nxt = coords.copy()
         nxt[:, m] = (nxt[:, m] + 1) % k
         pairs.append(np.stack([coords @ strides, nxt @ strides], 1))
-    return Topology.from_links(spec, n, np.concatenate(pairs) if pairs else np.zeros((0, 2)), coords=coords.tolist())
+        # ports in dimension order (+ then -), as OpenSM's dor expects them cabled; k = 2: one cable, port +
+        ports += [(slot, slot if k == 2 else slot + 1)] * n
+        slot += 1 if k == 2 else 2
+    pairs = np.concatenate(pairs) if pairs else np.zeros((0, 2), dtype=np.int64)
+    if p:
+        _require(n * (p + 1) <= MAX_NODES, "p", f"must keep (p+1)*N <= {MAX_NODES} nodes", spec)
+        names = ["r" + ".".join(map(str, c)) for c in coords.tolist()]
+        t = _hosts_on_routers(spec, n, pairs, p, names, router_ports=ports)
+        return dataclasses.replace(t, coords=tuple(tuple(c) for c in np.concatenate([np.repeat(coords, p, 0), coords])
+                                                   .tolist()))
+    return Topology.from_links(spec, n, pairs, coords=coords.tolist())
 
 
 def petersen() -> Topology:
@@ -130,11 +146,14 @@ def genkautz(n: int, d: int) -> Topology:
 
 
 # ------------------------------------------------------- hosts on routers
-def _hosts_on_routers(spec: str, n_routers: int, router_pairs, p: int, router_names, notes=()) -> Topology:
+def _hosts_on_routers(spec: str, n_routers: int, router_pairs, p: int, router_names, notes=(),
+                      router_ports=None) -> Topology:
     """Attach ``p`` hosts to every router by one cable (hosts first: host h sits on router h // p).
 
     ``p = 0`` collapses the model: the routers themselves are the hosts, which
     topologies.md allows when stated, so the topology's notes say so.
+    ``router_ports`` (with ``p > 0``) numbers the router cables' ports, one
+    ``(u_port, v_port)`` per pair, after the hosts' ports ``1..p``.
     """
     pairs = np.asarray(router_pairs, dtype=np.int64).reshape(-1, 2)
     if p == 0:
@@ -144,9 +163,12 @@ def _hosts_on_routers(spec: str, n_routers: int, router_pairs, p: int, router_na
     hosts = np.arange(nh)
     host_pairs = np.stack([hosts, nh + hosts // p], 1)
     notes = (f"{p} host(s) per router, each attached by one cable; routers only forward",) + tuple(notes)
+    ports = None
+    if router_ports is not None:
+        ports = [((1,), (1 + h % p,)) for h in range(nh)] + [((a,), (b,)) for a, b in router_ports]
     return Topology.from_links(
         spec, nh, np.concatenate([host_pairs, pairs + nh]), n_switches=n_routers,
-        names=[f"h{h}" for h in range(nh)] + list(router_names), notes=notes,
+        names=[f"h{h}" for h in range(nh)] + list(router_names), notes=notes, ports=ports,
     )
 
 
@@ -242,12 +264,44 @@ def xpander(d: int, lift: int, seed: int = 0) -> Topology:
     raise SpecError(f"{spec}: no connected lift in {_MAX_TRIES} draws; try another seed")
 
 
+def _random_regular_pairs(n: int, d: int, rng: np.random.Generator) -> np.ndarray | None:
+    """One draw of the pairing algorithm of Steger and Wormald (1999), batched.
+
+    Every node starts with ``d`` stubs.  Each round shuffles the remaining stubs and
+    pairs them in order; a pair becomes a cable unless it is a loop, repeats an
+    earlier cable or an earlier pair of the same round; the others' stubs go to the
+    next round.  Returns the (N*d/2, 2) cables, sorted, or None when the remaining
+    stubs can form no cable.  Only ``rng.permutation`` and integer arithmetic decide,
+    so the seed fixes the graph on every machine and library version.
+    """
+    stubs = np.repeat(np.arange(n, dtype=np.int64), d)
+    keys = np.zeros(0, dtype=np.int64)                     # cables as lo * n + hi
+    while stubs.size:
+        pair = rng.permutation(stubs).reshape(-1, 2)
+        lo, hi = pair.min(1), pair.max(1)
+        key = lo * n + hi
+        ok = np.zeros(len(key), dtype=bool)
+        ok[np.unique(key, return_index=True)[1]] = True    # the first of equal pairs this round
+        ok &= (lo != hi) & ~np.isin(key, keys)
+        keys = np.concatenate([keys, key[ok]])
+        stubs = np.sort(pair[~ok].ravel())
+        left = np.unique(stubs)
+        # A node with stubs left has < d cables, so it can still reach one of > d others.
+        if 0 < left.size <= d:
+            made = set(keys.tolist())
+            if all(u * n + v in made for u, v in itertools.combinations(left.tolist(), 2)):
+                return None
+    keys.sort()
+    return np.stack([keys // n, keys % n], 1)
+
+
 def jellyfish(n: int, d: int, seed: int = 0) -> Topology:
     """Jellyfish: random d-regular graph RRG(N, d) (Singla et al. 2012).
 
-    Drawn with networkx's Steger–Wormald sampler (asymptotically uniform) driven by
-    ``numpy.random.default_rng(seed)``; disconnected draws are discarded and the
-    next one taken from the same generator, so the seed fixes the graph.
+    Drawn with the Steger–Wormald pairing algorithm (asymptotically uniform,
+    :func:`_random_regular_pairs`) driven by ``numpy.random.default_rng(seed)``;
+    draws that get stuck or come out disconnected are discarded and the next one
+    taken from the same generator, so the seed fixes the graph.
     """
     spec = f"jellyfish:{n},{d},seed={seed}"
     _require(n >= 3, "N", "must be >= 3", spec)
@@ -257,9 +311,8 @@ def jellyfish(n: int, d: int, seed: int = 0) -> Topology:
     _require(seed >= 0, "seed", "must be >= 0", spec)
     rng = np.random.default_rng(seed)
     for _ in range(_MAX_TRIES):
-        g = nx.random_regular_graph(d, n, seed=rng)
-        pairs = np.array(list(g.edges()), dtype=np.int64).reshape(-1, 2)
-        if _connected(n, pairs):
+        pairs = _random_regular_pairs(n, d, rng)
+        if pairs is not None and _connected(n, pairs):
             return Topology.from_links(spec, n, pairs)
     raise SpecError(f"{spec}: no connected draw in {_MAX_TRIES} tries; try another seed")
 
@@ -325,7 +378,8 @@ def var_ary_tree(k0: int, arities: tuple[int, ...], width=1, *, merge: int = 1, 
     ``n = len(arities) + 1`` switch levels, each with ``prod(arities)`` switches
     ``(r, S_{n-2} .. S_0)``, ``S_j in 0..M_j-1`` (``M_j = arities[j]``).  Switches
     at levels r and r+1 are joined iff their digits agree except digit r, by a
-    port group of ``width`` parallel cables (one link of capacity ``width``;
+    port group of ``width`` parallel cables (one link of capacity ``width``
+    carrying ``cables = width``, see :mod:`..topology.model`;
     ``width`` may also give one value per level pair, so a tree can have a
     reduced CBB on one stage only).  Leaf switch ``I_S = sum_i S_i P_i``
     (``P_i = prod_{j<i} M_j``) carries hosts ``K_0 I_S .. K_0 I_S + K_0 - 1``
@@ -394,7 +448,9 @@ def var_ary_tree(k0: int, arities: tuple[int, ...], width=1, *, merge: int = 1, 
         nh, n_sw = hosts, int(keep[nh:].sum())
     else:
         n_sw = sum(count)
-    return Topology.from_links(spec, nh, pairs, n_switches=n_sw, capacity=caps, names=names, notes=notes)
+    cables = caps.astype(np.int64) if np.any(caps > 1) else None
+    return Topology.from_links(spec, nh, pairs, n_switches=n_sw, capacity=caps, names=names, notes=notes,
+                               cables=cables)
 
 
 def fattree(k: int, n: int, *, merge: int = 1, hosts: int | None = None) -> Topology:
@@ -409,3 +465,66 @@ def fattree(k: int, n: int, *, merge: int = 1, hosts: int | None = None) -> Topo
     _require(n >= 1, "n", "must be >= 1", spec)
     _require(k**n <= MAX_NODES, "k,n", f"must keep k^n <= {MAX_NODES} hosts", spec)
     return var_ary_tree(k, (k,) * (n - 1), merge=merge, hosts=hosts, spec=spec)
+
+
+#: Direct-connect fabrics of servers :func:`nvswitch` accepts besides rail switches (``fabric=``).
+SERVER_FABRICS = ("rail", "ring", "complete", "hypercube", "torus<K1>x<K2>...")
+
+
+def nvswitch(nodes: int, gpus: int, fabric: str = "rail") -> Topology:
+    """GPU cluster: ``nodes`` servers of ``gpus`` GPUs on an NVSwitch, one NIC per GPU.
+
+    GPU ``g`` of server ``a`` is host ``a·G + g``; it has an NVLink (link class ``"nvlink"``)
+    to its server's NVSwitch (switch ``nvsw<a>``) and a NIC link.  With ``fabric="rail"``
+    (rail-optimized, as in DGX SuperPODs) NIC ``g`` of every server joins rail switch
+    ``rail<g>``; otherwise the servers form the direct-connect topology ``fabric``
+    (``ring``, ``complete``, ``hypercube``, ``torus2x2``, ...: one per server) and each of
+    its cables joins GPU ``g`` of one server to GPU ``g`` of the other (rail-aligned NIC
+    cables, no switch).  Capacities are 1; :func:`~a2a_compiler.fabric.apply_link_classes`
+    gives NVLinks their bandwidth relative to the NICs' (``--nvlink-bw``).
+    """
+    spec = f"nvswitch:{nodes},{gpus}" + ("" if fabric == "rail" else f",fabric={fabric}")
+    _require(nodes >= 1 and gpus >= 1 and nodes * gpus >= 2, "NODES,GPUS", "must be >= 1 with at least 2 GPUs", spec)
+    _require(nodes * gpus <= MAX_NODES, "NODES*GPUS", f"must be <= {MAX_NODES}", spec)
+    n = nodes * gpus
+    gpu = np.arange(n)
+    pairs = [np.stack([gpu, n + gpu // gpus], 1)]           # NVLink to the server's NVSwitch
+    classes = ["nvlink"] * n
+    names = [f"s{a}g{g}" for a in range(nodes) for g in range(gpus)] + [f"nvsw{a}" for a in range(nodes)]
+    if fabric == "rail":
+        _require(nodes >= 2, "NODES", "must be >= 2 for rail switches", spec)
+        pairs.append(np.stack([gpu, n + nodes + gpu % gpus], 1))
+        classes += ["nic"] * n
+        names += [f"rail{g}" for g in range(gpus)]
+        n_switches = nodes + gpus
+    else:
+        servers = _server_fabric(fabric, nodes, spec)
+        su, sv = servers.src[servers.src < servers.dst], servers.dst[servers.src < servers.dst]
+        g = np.arange(gpus)
+        pairs.append(np.stack([(su[:, None] * gpus + g).ravel(), (sv[:, None] * gpus + g).ravel()], 1))
+        classes += ["nic"] * len(pairs[-1])
+        n_switches = nodes
+    return Topology.from_links(spec, n, np.concatenate(pairs), n_switches=n_switches, names=names, classes=classes,
+                               notes=(f"{nodes} servers x {gpus} GPUs; NVLink links have class nvlink "
+                                      f"(--nvlink-bw), NIC links the link bandwidth",))
+
+
+def _server_fabric(fabric: str, nodes: int, spec: str) -> Topology:
+    """The direct-connect topology over the servers named by ``fabric=``."""
+    if fabric == "ring":
+        return ring(nodes)
+    if fabric == "complete":
+        return complete(nodes)
+    if fabric == "hypercube":
+        d = nodes.bit_length() - 1
+        _require(nodes == 2**d and d >= 1, "NODES", "must be a power of 2 for fabric=hypercube", spec)
+        return hypercube(d)
+    if fabric.startswith("torus") and fabric[5:]:
+        try:
+            dims = tuple(int(k) for k in fabric[5:].split("x"))
+        except ValueError:
+            dims = ()
+        _require(bool(dims) and int(np.prod(dims)) == nodes, "fabric", f"torus{fabric[5:]} must have NODES={nodes} "
+                 f"servers", spec)
+        return torus(dims)
+    raise SpecError(f"{spec}: fabric={fabric!r} must be one of {', '.join(SERVER_FABRICS)}")

@@ -9,8 +9,24 @@ Conventions (relied on throughout the pipeline):
   the fabric's link bandwidth (generators use 1).  An undirected cable is two
   links.  Links are stored sorted by ``(src, dst)``; there are no self-loops and
   no parallel links.
+* **Cables and ports** (InfiniBand port groups).  Link ``e`` may stand for a
+  group of ``cables[e]`` parallel cables (default one); the flow solvers see
+  the group's full ``capacity[e]``, while single-path table routing pins one
+  cable (one port), each of capacity ``capacity[e] / cables[e]``.  The
+  *directed cables* are numbered link by link (``cable_ptr[e] ..
+  cable_ptr[e+1]-1``); ``port[k]`` is cable ``k``'s port number at its
+  source node.  Cable ``i`` of ``u -> v`` and cable ``i`` of ``v -> u`` are
+  one physical cable.  Without explicit ports, a node numbers its cables
+  ``1, 2, ..`` in link order (by neighbour id), as a switch numbers its ports.
+* ``guids`` (optional) are the fabric's identifiers of the nodes: a
+  switch's node GUID, a host's port GUID (InfiniBand), e.g. from
+  ``ibnet:PATH``; ``n_ports`` the number of ports each node has (default: the
+  highest port number it uses).
 * ``notes`` record modelling choices a reader must know (e.g. a Slim Fly whose
   routers double as hosts); they travel with the JSON file.
+* ``classes`` optionally names each link's class (``"nvlink"`` for a GPU's NVLink to its
+  server's NVSwitch); a :class:`~a2a_compiler.fabric.Fabric` with a bandwidth for a class
+  scales those links' capacities (:func:`~a2a_compiler.fabric.apply_link_classes`).
 """
 
 from __future__ import annotations
@@ -55,6 +71,11 @@ class Topology:
     names: tuple[str, ...]
     coords: tuple[tuple[int, ...], ...] | None = None
     notes: tuple[str, ...] = ()
+    cables: np.ndarray | None = None
+    ports: np.ndarray | None = None
+    guids: tuple[int, ...] | None = None
+    n_ports: np.ndarray | None = None
+    classes: tuple[str, ...] = ()   # per link, or empty (every link plain)
 
     # ----------------------------------------------------------- construction
     @classmethod
@@ -70,28 +91,53 @@ class Topology:
         coords=None,
         notes=(),
         undirected: bool = True,
+        cables=None,
+        ports=None,
+        guids=None,
+        n_ports=None,
+        classes=None,
     ) -> "Topology":
         """Build a topology from ``(u, v)`` pairs.
 
         With ``undirected=True`` each pair is a cable and yields both ``u->v`` and
         ``v->u``; duplicate cables collapse to one (so a torus dimension of size 2
         gives one cable).  ``capacity`` is a scalar or one value per pair.
-        Self-loops are dropped.
+        Self-loops are dropped.  ``cables`` (scalar or per pair) makes a pair a
+        group of parallel cables; ``ports`` gives, per pair, the port numbers of its
+        cables at ``u`` (and, with ``undirected``, a second sequence: at ``v``), as
+        ``[(u_ports, v_ports), ...]``; ``guids`` and ``n_ports`` are per node
+        (module docstring).
         """
         n = n_hosts + n_switches
         pairs = np.asarray(list(links), dtype=np.int64).reshape(-1, 2)
         cap = np.broadcast_to(np.asarray(1.0 if capacity is None else capacity, dtype=float), (len(pairs),))
+        width = np.broadcast_to(np.asarray(1 if cables is None else cables, dtype=np.int64), (len(pairs),))
+        kinds = np.array(list(classes) if classes is not None else [""] * len(pairs), dtype=object).reshape(-1)
+        if ports is not None:
+            ports = [tuple(map(tuple, p)) if undirected else (tuple(p),) for p in ports]
+            if len(ports) != len(pairs):
+                raise FormatError(f"{spec}: ports must give one entry per link pair")
+        pidx = np.arange(len(pairs))
+        side = np.zeros(len(pairs), dtype=np.int64)
         if undirected:
             pairs = np.concatenate([pairs, pairs[:, ::-1]])
-            cap = np.concatenate([cap, cap])
+            cap, width, kinds = np.concatenate([cap, cap]), np.concatenate([width, width]), np.concatenate([kinds, kinds])
+            pidx, side = np.concatenate([pidx, pidx]), np.concatenate([side, side + 1])
         keep = pairs[:, 0] != pairs[:, 1]
-        pairs, cap = pairs[keep], cap[keep]
+        pairs, cap, width, kinds = pairs[keep], cap[keep], width[keep], kinds[keep]
+        pidx, side = pidx[keep], side[keep]
         if len(pairs) and (pairs.min() < 0 or pairs.max() >= n):
             raise FormatError(f"{spec}: link endpoint outside 0..{n - 1}")
         key = pairs[:, 0] * n + pairs[:, 1]
         key, first = np.unique(key, return_index=True)
         if names is None:
             names = tuple([str(i) for i in range(n_hosts)] + [f"sw{i}" for i in range(n_switches)])
+        port_arr = None
+        if ports is not None:
+            groups = [ports[pidx[i]][side[i]] if side[i] < len(ports[pidx[i]]) else () for i in first.tolist()]
+            if any(len(g) != w for g, w in zip(groups, width[first].tolist())):
+                raise FormatError(f"{spec}: ports must give one port number per cable of each link")
+            port_arr = np.array([x for g in groups for x in g], dtype=np.int64)
         return cls(
             spec=spec,
             n_hosts=int(n_hosts),
@@ -102,6 +148,11 @@ class Topology:
             names=tuple(names),
             coords=None if coords is None else tuple(tuple(int(x) for x in c) for c in coords),
             notes=tuple(str(x) for x in notes),
+            cables=None if cables is None else _frozen(width[first], np.int64),
+            ports=None if port_arr is None else _frozen(port_arr, np.int64),
+            guids=None if guids is None else tuple(int(g) for g in guids),
+            n_ports=None if n_ports is None else _frozen(n_ports, np.int64),
+            classes=() if classes is None else tuple(str(c) for c in kinds[first]),
         )
 
     def __post_init__(self):
@@ -112,11 +163,114 @@ class Topology:
             raise FormatError(f"{self.spec}: names/coords must have one entry per node ({n} nodes)")
         if not (len(self.src) == len(self.dst) == len(self.capacity)):
             raise FormatError(f"{self.spec}: src/dst/capacity lengths differ")
+        if self.classes and len(self.classes) != len(self.src):
+            raise FormatError(f"{self.spec}: classes must name one class per link")
         if np.any(self.capacity < 0) or not np.all(np.isfinite(self.capacity)):
             raise FormatError(f"{self.spec}: link capacities must be finite and >= 0")
         key = self.src * n + self.dst
         if len(key) and (np.any(np.diff(key) <= 0) or np.any(self.src == self.dst)):
             raise FormatError(f"{self.spec}: links must be sorted, unique and loop-free (use Topology.from_links)")
+        self._check_cables()
+
+    def _check_cables(self) -> None:
+        """Cables, ports, GUIDs and port counts are consistent (module docstring)."""
+        if self.cables is not None:
+            if len(self.cables) != self.n_links or np.any(self.cables < 1):
+                raise FormatError(f"{self.spec}: cables must give one count >= 1 per link")
+            rev = self.reverse_link
+            has = rev >= 0
+            bad = np.flatnonzero(has & (self.cables != self.cables[np.maximum(rev, 0)]))
+            if len(bad):
+                e = int(bad[0])
+                raise FormatError(f"{self.spec}: link {self.names[self.src[e]]} -> {self.names[self.dst[e]]} has "
+                                  f"{self.cables[e]} cables but its reverse {self.cables[rev[e]]}")
+        if self.ports is not None:
+            if len(self.ports) != self.n_cables or np.any(self.ports < 1) or np.any(self.ports > 255):
+                raise FormatError(f"{self.spec}: ports must give one port number in 1..255 per cable")
+            node = self.src[self.cable_link]
+            key = node * 256 + self.ports
+            uniq, count = np.unique(key, return_counts=True)
+            if np.any(count > 1):
+                k = int(uniq[np.argmax(count > 1)])
+                raise FormatError(f"{self.spec}: node {self.names[k // 256]} uses port {k % 256} for two cables")
+        if self.guids is not None:
+            if len(self.guids) != self.n_nodes or any(not (0 < x < 1 << 64) for x in self.guids) \
+                    or len(set(self.guids)) != len(self.guids):
+                raise FormatError(f"{self.spec}: guids must give one distinct 64-bit GUID > 0 per node")
+        if self.n_ports is not None:
+            if len(self.n_ports) != self.n_nodes or np.any(self.n_ports < self.ports_used):
+                raise FormatError(f"{self.spec}: n_ports must give each node at least the ports its cables use")
+
+    # ------------------------------------------------------------- cables
+    @cached_property
+    def link_cables(self) -> np.ndarray:
+        """Cables in each link's port group (ones when the topology has no parallel cables)."""
+        return np.ones(self.n_links, dtype=np.int64) if self.cables is None else self.cables
+
+    @cached_property
+    def cable_ptr(self) -> np.ndarray:
+        """Link ``e``'s directed cables are ``cable_ptr[e] .. cable_ptr[e+1]-1``."""
+        return np.concatenate([[0], np.cumsum(self.link_cables)]).astype(np.int64)
+
+    @property
+    def n_cables(self) -> int:
+        """Number of directed cables (equals :attr:`n_links` without parallel cables)."""
+        return int(self.cable_ptr[-1])
+
+    @cached_property
+    def cable_link(self) -> np.ndarray:
+        """The link of every directed cable."""
+        return np.repeat(np.arange(self.n_links), self.link_cables)
+
+    @cached_property
+    def cable_capacity(self) -> np.ndarray:
+        """Each directed cable's share of its group's capacity."""
+        return self.capacity[self.cable_link] / self.link_cables[self.cable_link]
+
+    @cached_property
+    def cable_port(self) -> np.ndarray:
+        """Port number of every directed cable at its source node (explicit, or numbered in link order)."""
+        if self.ports is not None:
+            return self.ports
+        node = self.src[self.cable_link]
+        first = np.searchsorted(node, np.arange(self.n_nodes))
+        return np.arange(self.n_cables) - first[node] + 1
+
+    @cached_property
+    def reverse_link(self) -> np.ndarray:
+        """Index of link ``v -> u`` for every link ``u -> v`` (``-1`` where there is none)."""
+        key = self._link_keys
+        if not len(key):
+            return np.zeros(0, dtype=np.int64)
+        want = self.dst * self.n_nodes + self.src
+        pos = np.minimum(np.searchsorted(key, want), len(key) - 1)
+        return np.where(key[pos] == want, pos, -1)
+
+    @cached_property
+    def cable_reverse(self) -> np.ndarray:
+        """The same physical cable in the other direction (``-1`` for a one-way link)."""
+        link = self.cable_link
+        rev = self.reverse_link[link]
+        within = np.arange(self.n_cables) - self.cable_ptr[link]
+        return np.where(rev >= 0, self.cable_ptr[np.maximum(rev, 0)] + within, -1)
+
+    @cached_property
+    def ports_used(self) -> np.ndarray:
+        """The highest port number each node's cables use (0 for none)."""
+        out = np.zeros(self.n_nodes, dtype=np.int64)
+        np.maximum.at(out, self.src[self.cable_link], self.cable_port)
+        return out
+
+    @property
+    def port_count(self) -> np.ndarray:
+        """Ports each node has: :attr:`n_ports`, else the highest port it uses."""
+        return self.ports_used if self.n_ports is None else self.n_ports
+
+    def cable_of_port(self) -> np.ndarray:
+        """``(n_nodes, max port + 1)`` table: the directed cable leaving node ``u`` by port ``p`` (``-1``: none)."""
+        table = np.full((self.n_nodes, int(self.ports_used.max(initial=0)) + 1), -1, dtype=np.int64)
+        table[self.src[self.cable_link], self.cable_port] = np.arange(self.n_cables)
+        return table
 
     # ------------------------------------------------------------- properties
     @property
@@ -235,6 +389,16 @@ class Topology:
             d["coords"] = [list(c) for c in self.coords]
         if self.notes:
             d["notes"] = list(self.notes)
+        if self.cables is not None:
+            d["cables"] = self.cables.tolist()
+        if self.ports is not None:
+            d["ports"] = [self.ports[a:b].tolist() for a, b in zip(self.cable_ptr[:-1], self.cable_ptr[1:])]
+        if self.guids is not None:
+            d["guids"] = [f"0x{g:016x}" for g in self.guids]
+        if self.n_ports is not None:
+            d["n_ports"] = self.n_ports.tolist()
+        if self.classes:
+            d["classes"] = list(self.classes)
         return d
 
     @classmethod
@@ -260,9 +424,21 @@ class Topology:
             notes = d.get("notes", [])
             if not isinstance(notes, list):
                 raise FormatError(f"{source}: \"notes\" must be a list of strings")
+            cables, ports, guids = d.get("cables"), d.get("ports"), d.get("guids")
+            if ports is not None and not (isinstance(ports, list) and all(isinstance(p, list) for p in ports)):
+                raise FormatError(f"{source}: \"ports\" must list, per link, the port numbers of its cables")
+            if guids is not None:
+                if not isinstance(guids, list) or not all(isinstance(g, str) for g in guids):
+                    raise FormatError(f"{source}: \"guids\" must be a list of hex strings, one per node")
+                guids = [int(g, 16) for g in guids]
+            classes = d.get("classes")
+            if classes is not None and (not isinstance(classes, list) or len(classes) != len(links)
+                                        or not all(isinstance(c, str) for c in classes)):
+                raise FormatError(f"{source}: \"classes\" must be a list of strings, one per link")
             topo = cls.from_links(
                 str(d.get("spec", source)), hosts, arr, n_switches=switches, capacity=cap,
                 names=d.get("names"), coords=d.get("coords"), notes=notes, undirected=False,
+                cables=cables, ports=ports, guids=guids, n_ports=d.get("n_ports"), classes=classes,
             )
         except FormatError:
             raise

@@ -22,7 +22,9 @@ def puncture(topology: Topology, remove_links: int = 0, remove_nodes: int = 0, s
     * A cable is both directions ``u->v`` and ``v->u``; a topology in which some
       link lacks a reverse of equal capacity (a directed graph such as GenKautz)
       loses single arcs.
-      Cables to switches count too.
+      Cables to switches count too; a port group of parallel cables (``cables``
+      of :class:`~.model.Topology`) is removed whole, its ports and the nodes'
+      GUIDs are kept for what remains.
     * Removed hosts take their links with them; the remaining hosts keep their
       relative order and are renumbered ``0 ..`` (hosts first), switches follow.
     * The spec records the puncture, e.g. ``"torus:3x3x3 -links 3 seed=1"``.
@@ -45,6 +47,7 @@ def puncture(topology: Topology, remove_links: int = 0, remove_nodes: int = 0, s
     new_id = np.cumsum(keep_node) - 1
     keep = keep_node[topology.src] & keep_node[topology.dst]
     src, dst, cap = new_id[topology.src[keep]], new_id[topology.dst[keep]], topology.capacity[keep]
+    kept_links = np.flatnonzero(keep)
     n = int(keep_node.sum())
 
     directed = not topology.is_symmetric()
@@ -66,10 +69,16 @@ def puncture(topology: Topology, remove_links: int = 0, remove_nodes: int = 0, s
     parts.append(f"seed={seed}")
     names = [nm for nm, k in zip(topology.names, keep_node) if k]
     coords = None if topology.coords is None else [c for c, k in zip(topology.coords, keep_node) if k]
+    left = kept_links[~gone]                            # surviving links of the original topology
+    t, ptr = topology, topology.cable_ptr
     result = Topology.from_links(
         " ".join(parts), topology.n_hosts - remove_nodes, np.stack([src[~gone], dst[~gone]], 1),
         n_switches=topology.n_switches, capacity=cap[~gone], names=names, coords=coords,
         notes=topology.notes, undirected=False,
+        cables=None if t.cables is None else t.cables[left],
+        ports=None if t.ports is None else [t.ports[ptr[e]:ptr[e + 1]].tolist() for e in left.tolist()],
+        guids=None if t.guids is None else [g for g, k in zip(t.guids, keep_node) if k],
+        n_ports=None if t.n_ports is None else t.n_ports[keep_node],
     )
     what = " and ".join(
         f"{k} random {w}{'s' if k != 1 else ''}" for k, w in ((remove_nodes, "host"), (remove_links, unit)) if k

@@ -50,9 +50,10 @@ def _call(build, pos, kw, spec, names, keys=None):
 
 
 def _torus(pos, kw, spec):
-    if len(pos) != 1 or kw:
-        raise SpecError(f"{spec}: expected torus:K1xK2x..., e.g. torus:3x3x3")
-    return gen.torus(tuple(_int(k, f"k{m + 1}", spec) for m, k in enumerate(pos[0].split("x"))))
+    if len(pos) != 1 or set(kw) - {"p"}:
+        raise SpecError(f"{spec}: expected torus:K1xK2x...[,p=P], e.g. torus:3x3x3")
+    p = _int(kw["p"], "p", spec) if "p" in kw else 0
+    return gen.torus(tuple(_int(k, f"k{m + 1}", spec) for m, k in enumerate(pos[0].split("x"))), p)
 
 
 def _fattree(pos, kw, spec):
@@ -69,12 +70,26 @@ def _vartree(pos, kw, spec):
     return gen.var_ary_tree(ints[0], tuple(ints[1:]), widths if len(widths) > 1 else widths[0], **opts)
 
 
+def _nvswitch(pos, kw, spec):
+    fabric = kw.pop("fabric", "rail")
+    ints, _ = _args(pos, kw, spec, ["NODES", "GPUS"])
+    return gen.nvswitch(*ints, fabric=fabric)
+
+
 def _file(pos, kw, spec):
     from .files import load_topology_file
 
     if len(pos) != 1 or kw:
         raise SpecError(f"{spec}: expected file:PATH")
     return load_topology_file(pos[0])
+
+
+def _ibnet(pos, kw, spec):
+    from .ibnet import load_ibnet
+
+    if len(pos) != 1 or kw or not pos[0]:
+        raise SpecError(f"{spec}: expected ibnet:PATH (an ibnetdiscover output file)")
+    return load_ibnet(pos[0])
 
 
 FAMILIES: dict[str, Family] = {
@@ -87,7 +102,8 @@ FAMILIES: dict[str, Family] = {
         Family("hypercube", "hypercube:d", "hypercube:3", lambda p, k, s: gen.hypercube(*_args(p, k, s, ["d"])[0])),
         Family("twisted-hypercube", "twisted-hypercube:d", "twisted-hypercube:3",
                lambda p, k, s: gen.twisted_hypercube(*_args(p, k, s, ["d"])[0])),
-        Family("torus", "torus:K1xK2x...", "torus:3x3x3", _torus),
+        Family("torus", "torus:K1xK2x...[,p=P]  (p hosts per router; default 0: routers are hosts)", "torus:3x3x3",
+               _torus),
         Family("petersen", "petersen", "petersen", lambda p, k, s: (_args(p, k, s, []), gen.petersen())[1]),
         Family("genkautz", "genkautz:N,d", "genkautz:64,4", lambda p, k, s: gen.genkautz(*_args(p, k, s, ["N", "d"])[0])),
         Family("slimfly", "slimfly:q[,p=P]  (q prime power; default p=ceil(k'/2); p=0: routers are hosts)",
@@ -104,7 +120,12 @@ FAMILIES: dict[str, Family] = {
                "fattree:4,3", _fattree),
         Family("vartree", "vartree:K0,M0,M1,...[,w=W|W0xW1x...][,merge=M][,hosts=H]  (var-ary-n-tree)",
                "vartree:4,2,2", _vartree),
+        Family("nvswitch", "nvswitch:NODES,GPUS[,fabric=rail|ring|complete|hypercube|torusK1xK2...]  (GPU servers "
+               "on NVSwitches, one NIC per GPU; rail switches or a direct-connect fabric of servers)",
+               "nvswitch:2,4", _nvswitch),
         Family("file", "file:PATH  (JSON topology or edge list)", "file:my.json", _file),
+        Family("ibnet", "ibnet:PATH  (ibnetdiscover output: switches, CA ports, GUIDs, ports, cables)",
+               "ibnet:fabric.txt", _ibnet),
     ]
 }
 
@@ -114,7 +135,7 @@ def parse_spec(spec: str) -> tuple[str, list[str], dict[str, str]]:
     spec = spec.strip()
     family, _, rest = spec.partition(":")
     family = family.strip().lower()
-    if family == "file":
+    if family in ("file", "ibnet"):
         return family, [rest], {}
     pos: list[str] = []
     kw: dict[str, str] = {}

@@ -1,4 +1,4 @@
-"""Stage 6: verify a lowered schedule (MSCCL XML, oneCCL-style XML or MPI path XML).
+"""Stage 6: verify a lowered schedule (MSCCL XML, MSCCL++ JSON plan, oneCCL-style XML or MPI path XML).
 
 :func:`verify_bytes` runs every pass that applies to the file's format and
 collects the results in a :class:`Report`:
@@ -6,7 +6,8 @@ collects the results in a :class:`Report`:
 =================== ================================================ =========================
 check               what                                              module
 =================== ================================================ =========================
-executor rules      MSCCL lexical form, attributes, ids, limits       :mod:`..formats.msccl_rules`
+executor rules      MSCCL lexical form, attributes, ids, limits;      :mod:`..formats.msccl_rules`,
+                    MSCCL++ loader rules and limits                   :mod:`..formats.mscclpp_rules`
 data movement       symbolic execution: output = all-to-all transpose :mod:`.simulate`
 deadlock freedom    wait-for analysis with 8-slot FIFOs (MSCCL);      :mod:`.simulate`,
                     MPI paths: acyclic channel dependencies           :mod:`..deadlock`
@@ -26,10 +27,11 @@ from ..errors import A2AError
 from ..fabric import Fabric
 from ..files import read_bytes
 from ..formats import FORMATS, detect_format
+from ..formats.mscclpp import looks_like_plan, parse_mscclpp
 from ..formats.record import Record
 from ..formats.xmlutil import parse_xml
 from ..topology.model import Topology
-from ..formats import msccl_rules
+from ..formats import msccl_rules, mscclpp_rules
 from . import performance, simulate, topology_check
 
 CHECKS = ("executor rules", "data movement", "deadlock freedom", "topology")
@@ -55,6 +57,9 @@ class Report:
     overrides: list[str] = field(default_factory=list)  # where the given topology / fabric differ from the record
     mcf_time: float | None = None         # link-MCF optimum of spec under fabric: solved (certified), else recorded
     summary: str = ""
+    target: str | None = None             # the MSCCL executor whose limits applied
+    parser_nodes: int | None = None       # MSCCL: the most parser nodes any rank needs
+    reused: bool = False                  # a plain all-to-all file priced under another demand (its LP times are not)
 
     @property
     def valid(self) -> bool:
@@ -64,7 +69,7 @@ class Report:
     @property
     def lp_time(self) -> float | None:
         """The certified optimum of the method's own LP, as the file records it (``a2a compile``'s ``lp_time``)."""
-        return None if self.record is None else self.record.lp_time
+        return None if self.record is None or self.reused else self.record.lp_time
 
     @property
     def mcf_ratio(self) -> float | None:
@@ -100,6 +105,8 @@ class Report:
             "ranks": self.ranks,
             "chunks_per_shard": self.chunks_per_shard,
             "program": self.summary,
+            "target": self.target,
+            "parser_nodes": self.parser_nodes,
             "checks": {c: ("skipped: " + self.skipped[c] if c in self.skipped else
                            "fail" if self.errors[c] else "pass") for c in CHECKS},
             "errors": self.messages(),
@@ -116,30 +123,73 @@ class Report:
 
 
 def verify_file(path: str | os.PathLike, topology: Topology | None = None, fabric: Fabric | dict | None = None,
-                lp: bool = True, deadlock_free: bool = False, strict: bool = False) -> Report:
+                lp: bool = True, deadlock_free: bool = False, strict: bool = False, demand=None,
+                target: str = msccl_rules.DEFAULT_TARGET) -> Report:
     """Read ``path`` and :func:`verify_bytes` it."""
-    return verify_bytes(read_bytes(path), str(path), topology, fabric, lp, deadlock_free, strict)
+    return verify_bytes(read_bytes(path), str(path), topology, fabric, lp, deadlock_free, strict, demand, target)
 
 
 def verify_bytes(data: bytes, source: str = "<xml>", topology: Topology | None = None,
                  fabric: Fabric | dict | None = None, lp: bool = True, deadlock_free: bool = False,
-                 strict: bool = False) -> Report:
+                 strict: bool = False, demand=None, target: str = msccl_rules.DEFAULT_TARGET) -> Report:
     """Run every check that applies to the file's format; with ``strict``, warnings are errors.
+
+    ``target`` names the MSCCL executor whose limits apply (:data:`~a2a_compiler.formats.msccl_rules.TARGETS`).
 
     Warnings name what the executor accepts but other tools do not (a receive
     whose fields differ from its send's, msccl-tools' convention) or what is
     unusual (many channels or thread blocks); ``strict`` files them under
-    "executor rules" so the file is invalid.  See :func:`_verify`.
+    "executor rules" so the file is invalid.  ``demand`` (a
+    :class:`~a2a_compiler.demand.Demand`): check data movement against it
+    (:func:`_demand_layout`); default: the demand the file records.  See :func:`_verify`.
     """
-    report = _verify(data, source, topology, fabric, lp, deadlock_free)
+    report = _verify(data, source, topology, fabric, lp, deadlock_free, demand, msccl_rules.get_target(target))
     if strict and report.warnings:
         report.errors["executor rules"] += [f"(--strict) {w}" for w in report.warnings]
         report.warnings = []
     return report
 
 
+def _demand_layout(fmt: str, program, demand, report: "Report", trace=None):
+    """What ``--demand`` means for this file: the MSCCL layout counts (or ``None``).
+
+    * MSCCL XML records no layout: a file whose plain all-to-all ``trace`` is valid is one
+      (reused, as below); any other is read in the all-to-allv layout of the demand given, else
+      of the one its record holds,
+      :meth:`~a2a_compiler.demand.Demand.msccl_counts` (an unbalanced matrix is an
+      :class:`~a2a_compiler.errors.A2AError`).  The two layouts never hold the same program.
+    * oneCCL-style and MPI path files of an all-to-allv record the demand's volumes: they must
+      be the demand's, else a data-movement error names both hashes.
+    * a plain all-to-all file is valid for any demand (every pair has its chunks) and is
+      priced under it, reused (:func:`.performance.program_performance`); a warning says so.
+    """
+    if demand is None:
+        return None
+    if demand.n != report.ranks:
+        raise A2AError(f"{demand.source}: the demand matrix is {demand.n} x {demand.n}, but the file has "
+                       f"{report.ranks} ranks")
+    recorded = program.record.demand["sha256"] if program.record is not None and program.record.demand else None
+    if fmt != "msccl" and program.volumes is not None:
+        from ..demand import Demand
+
+        recorded = Demand.from_volumes(program.volumes, report.source).sha256
+    if recorded is not None and recorded != demand.sha256:
+        report.errors["data movement"].append(
+            f"the file was compiled for another demand matrix (volumes sha256 {recorded[:12]}), not "
+            f"{demand.source} ({demand.sha256[:12]})")
+    if fmt == "msccl" and trace.errors:
+        return demand.msccl_counts(program.nchunksperloop // max(program.ngpus, 1))
+    if recorded is None:
+        report.reused = True
+        report.warnings.append(
+            f"the file is the plain all-to-all: priced for {demand.source} reused, with its routes and steps "
+            + ("unchanged and each pair's chunks scaled to its volume" if fmt == "mpi" else
+               "unchanged and fixed-size chunks padded to the largest pair's volume"))
+    return None
+
+
 def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric | dict | None, lp: bool,
-            deadlock_free: bool) -> Report:
+            deadlock_free: bool, demand=None, target: msccl_rules.Target | None = None) -> Report:
     """Run every check that applies to the file's format.
 
     Unreadable input (malformed XML, an unknown root, hostile constructs, bad
@@ -154,41 +204,76 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
     use its capacities and, with ``lp``, the link-MCF optimum (``1/F`` of the MCF
     under the fabric, certified) is solved.  With ``deadlock_free``, an MPI path
     program's routes must have acyclic channel dependencies over (link, virtual
-    channel) (:func:`a2a_compiler.deadlock.find_deadlock`; layers or per-hop ``vcs``).
+    channel) (:func:`a2a_compiler.deadlock.find_deadlock`; layers or per-hop ``vcs``).  With a
+    ``demand`` (default: the one an MSCCL file's record holds; oneCCL-style and MPI path files
+    carry their volumes) data movement is checked against it (:func:`_demand_layout`), the
+    predicted time is the all-to-allv's and the link-MCF optimum is ``1/F(D)``.
     """
-    root = parse_xml(data, source)
-    fmt = detect_format(root, source)
-    program = FORMATS[fmt].from_element(root, source)
+    target = target or msccl_rules.get_target(msccl_rules.DEFAULT_TARGET)
+    if looks_like_plan(data):
+        fmt, program = "mscclpp", parse_mscclpp(data, source)
+    else:
+        root = parse_xml(data, source)
+        fmt = detect_format(root, source)
+        program = FORMATS[fmt].from_element(root, source)
+    if demand is None and program.record is not None:
+        demand = program.record.demand_volumes(source)
     context = _context(program.record, topology, fabric)
     topology, fabric = context.topology, context.fabric
     caps = None if topology is None else topology_check.link_capacities(topology)
     made = dict(record=program.record, spec=None if topology is None else topology.spec, fabric=fabric,
                 overrides=context.overrides)
-    if fmt == "msccl":
+    if fmt == "mscclpp":
+        if demand is not None:
+            raise A2AError("--demand: MSCCL++ plans are plain all-to-alls here; an all-to-allv compiles to MSCCL, "
+                           "oneCCL-style or MPI path files")
+        report = Report(source, fmt, program.nranks, program.chunks_per_shard, **made)
+        layout = None
+        findings = mscclpp_rules.check_rules(program)
+        report.errors["executor rules"] += findings.errors
+        report.warnings += findings.warnings
+        g_ops = [sum(len(op.ops or ()) + 1 for op in tb.ops) for g in program.gpus for tb in g.threadblocks]
+        report.summary = (f"{program.nranks} gpus, {report.chunks_per_shard} chunk(s) per peer, "
+                          f"{'in-place' if program.inplace else 'out-of-place'}, "
+                          f"{sum(len(g.threadblocks) for g in program.gpus)} threadblocks, {sum(g_ops)} ops "
+                          f"(at most {max(g_ops, default=0)} per threadblock), protocol {program.protocol}")
+        trace = _executor_trace(report, findings.sound, 3 * program.nranks ** 2 * max(report.chunks_per_shard, 1)
+                                + sum(max(g.scratch_chunks, 0) for g in program.gpus), simulate.simulate_mscclpp, program)
+        if trace is None:
+            return report
+    elif fmt == "msccl":
         report = Report(source, fmt, program.ngpus, program.nchunksperloop // max(program.ngpus, 1), **made)
+        if demand is not None and demand.n != report.ranks:
+            _demand_layout(fmt, program, demand, report)          # the one-line refusal
         rules = report.errors["executor rules"]
         rules += msccl_rules.check_lexical(data)
         rules += msccl_rules.check_attributes(root)
-        findings = msccl_rules.check_rules(program)
+        findings = msccl_rules.check_rules(program, target)
         rules += findings.errors
         report.warnings += findings.warnings
         sound = findings.sound
         tbs = sum(len(g.tbs) for g in program.gpus)
         steps = sum(len(t.steps) for g in program.gpus for t in g.tbs)
+        nodes = max((msccl_rules.parser_nodes(program, g) for g in program.gpus), default=0)
+        report.target, report.parser_nodes = target.name, nodes
         report.summary = (f"{program.ngpus} gpus, {report.chunks_per_shard} chunk(s) per peer, "
-                          f"{program.nchannels} channel(s), {tbs} thread blocks, {steps} steps, proto {program.proto}")
-        if sound and _too_big(report, program.nchunksperloop * 2 * len(program.gpus)
-                              + sum(max(g.s_chunks, 0) for g in program.gpus)):
-            sound = False
-        if not sound:
-            why = "the program breaks structural executor rules (see above)"
-            report.skipped = {c: why for c in ("data movement", "deadlock freedom", "topology") if not report.errors[c]}
+                          f"{program.nchannels} channel(s), {tbs} thread blocks, {steps} steps, "
+                          f"{nodes} parser nodes per rank (max; {target.name} target), proto {program.proto}")
+        layout = None
+
+        def run(prog):  # under a demand, the layout depends on whether the plain transpose holds
+            nonlocal layout
+            trace = simulate.simulate_msccl(prog)
+            layout = _demand_layout(fmt, prog, demand, report, trace)
+            return trace if layout is None else simulate.simulate_msccl(prog, layout)
+
+        trace = _executor_trace(report, sound, program.nchunksperloop * 2 * len(program.gpus)
+                                + sum(max(g.s_chunks, 0) for g in program.gpus), run, program)
+        if trace is None:
             return report
-        trace = simulate.simulate_msccl(program)
-        for m in trace.errors:
-            report.errors["deadlock freedom" if m.startswith("deadlock") else "data movement"].append(m)
     elif fmt == "oneccl":
         report = Report(source, fmt, program.nranks, program.chunks_per_shard, **made)
+        layout = _demand_layout(fmt, program, demand, report)
         report.skipped["executor rules"] = "MSCCL only"
         report.skipped["deadlock freedom"] = "matched asynchronous operations and a local wait-all per step"
         if _too_big(report, sum(r.i_chunks + r.o_chunks + r.s_chunks for r in program.ranks)):
@@ -201,6 +286,7 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
                           f"{sum(r.s_chunks for r in program.ranks)} scratch chunks")
     else:
         report = Report(source, fmt, program.nranks, program.chunks_per_shard, **made)
+        layout = _demand_layout(fmt, program, demand, report)
         report.skipped["executor rules"] = "MSCCL only"
         if deadlock_free:
             cycle = find_deadlock([s.nodes for s in program.sends], [s.channels for s in program.sends])
@@ -225,9 +311,18 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
         if fmt == "mpi":
             terr += topology_check.check_routes(program, topology)
         else:
-            terr += topology_check.check_moves(trace.moves, topology, "gpu" if fmt == "msccl" else "rank")
+            terr += topology_check.check_moves(trace.moves, topology, "rank" if fmt == "oneccl" else "gpu")
+    if demand is None and getattr(program, "volumes", None) is not None:
+        from ..demand import Demand
+
+        demand = Demand.from_volumes(program.volumes, source)   # the file's own all-to-allv, for its MCF optimum
     if report.valid:  # the cost model needs a complete, well-formed schedule
-        report.perf = performance.program_performance(program, fabric, caps, trace)
+        routes = None
+        if topology is not None and topology.n_switches and fmt != "mpi":
+            from ..topology.switched import switch_routes
+
+            routes = switch_routes(topology)
+        report.perf = performance.program_performance(program, fabric, caps, trace, demand, layout, routes)
         if report.lp_time and report.fidelity is None and fabric == program.record.fabric:
             report.overrides.append(
                 f"the file records the LP time {report.lp_time:.6g}, above its predicted time "
@@ -236,14 +331,30 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
     if topology is not None and lp and not report.errors["topology"]:
         from ..solve import solve
 
-        report.mcf_time = solve(topology, fabric, "mcf-decomp").lp_time
-        recorded = program.record.mcf_time if program.record is not None and not context.overrides else None
+        report.mcf_time = solve(topology, fabric, "mcf-decomp", demand=demand).lp_time
+        recorded = program.record.mcf_time if program.record is not None and not context.overrides \
+            and not report.reused else None
         if recorded and abs(recorded - report.mcf_time) > 1e-6 * report.mcf_time:
             report.overrides.append(f"the file records the link MCF optimum {recorded:.9g}, but solving its spec "
                                     f"and fabric gives {report.mcf_time:.9g}")
-    elif program.record is not None and not context.overrides:
+    elif program.record is not None and not context.overrides and not report.reused:
         report.mcf_time = program.record.mcf_time
     return report
+
+
+def _executor_trace(report: Report, sound: bool, size: int, run, program):
+    """Symbolic execution (``run``) of an executor program the rules found sound and that declares
+    ``size`` buffer chunks, its errors filed; None, with the later checks marked skipped, otherwise."""
+    if sound and _too_big(report, size):
+        sound = False
+    if not sound:
+        why = "the program breaks structural executor rules (see above)"
+        report.skipped = {c: why for c in ("data movement", "deadlock freedom", "topology") if not report.errors[c]}
+        return None
+    trace = run(program)
+    for m in trace.errors:
+        report.errors["deadlock freedom" if m.startswith("deadlock") else "data movement"].append(m)
+    return trace
 
 
 @dataclass(frozen=True)
@@ -277,7 +388,12 @@ def _context(record: Record | None, topology: Topology | None, fabric: Fabric | 
             topology = from_recorded_spec(record.spec)
         except A2AError as exc:
             no_topology = f"the recorded spec {record.spec!r} cannot be built here ({exc}); give --topology"
-    return _Context(topology, fabric or base, overrides, no_topology)
+    fabric = fabric or base
+    if topology is not None:
+        from ..fabric import apply_link_classes
+
+        topology = apply_link_classes(topology, fabric)
+    return _Context(topology, fabric, overrides, no_topology)
 
 
 def _too_big(report: Report, size: int) -> bool:

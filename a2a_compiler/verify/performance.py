@@ -6,8 +6,15 @@ model, :mod:`a2a_compiler.chunk.cost`, applied to the messages the symbolic
 execution found (:class:`~a2a_compiler.verify.simulate.Move`):
 
 * oneCCL programs: stepped execution, one step per oneCCL step (they sync);
-* MPI path programs: stepped execution in one step (every route at once);
-* MSCCL programs: dataflow execution (the executor has no global steps).
+* MPI path programs: stepped execution, every route of a time step at once (one step
+  unless the file has ``nsteps``);
+* MSCCL programs and MSCCL++ plans: dataflow execution (the executors have no global steps;
+  an MSCCL++ put follows the puts that brought its data and the threadblock's previous put).
+
+An all-to-allv program (a demand) weighs each chunk as the schedule IR does
+(:func:`a2a_compiler.chunk.ir.chunk_weights`): a path program's chunk of pair
+``(s, d)`` is ``D[s, d]/C`` of a unit, a link program's chunks are all
+``u = max D/T`` of a unit.
 
 ``compile`` reports exactly these numbers for the file it writes
 (:func:`program_performance`), so compile and verify always agree.
@@ -49,57 +56,105 @@ def _busiest(model: CostModel, loads: np.ndarray, c: int) -> tuple[tuple[int, in
     return (int(model.src[e]), int(model.dst[e])), float(total[e])
 
 
-def _stepped(model: CostModel, hops, n_steps: int, c: int) -> Performance:
-    """``hops``: rows ``(step, u, v, origin, dest, chunks)``."""
+def _stepped(model: CostModel, hops, n_steps: int, c: int, weight=None) -> Performance:
+    """``hops``: rows ``(step, u, v, origin, dest, chunks)``; ``weight[o, d]`` scales a chunk of pair
+    ``(o, d)`` (an all-to-allv), else 1."""
     t, u, v, o, d, k = np.array(hops, dtype=np.int64).reshape(-1, 6).T
-    loads = model.step_loads(t, model.link_index(u, v), u, v, o, d, n_steps, counts=k)
+    counts = k if weight is None else k * np.asarray(weight)[o, d]
+    loads = model.step_loads(t, model.link_index(u, v), u, v, o, d, n_steps, counts=counts)
     total, per_step = stepped_time(loads, model.capacity, c)
     return Performance(total, tuple(per_step.tolist()), *_busiest(model, loads, c))
 
 
-def stepped_performance(moves, n_ranks: int, chunks_per_shard: int, fabric: Fabric, capacity=None) -> Performance:
-    """A oneCCL program's moves (``step`` set) -> stepped :class:`Performance`."""
+def stepped_performance(moves, n_ranks: int, chunks_per_shard: int, fabric: Fabric, capacity=None,
+                        unit: float | None = None, routes=None) -> Performance:
+    """A oneCCL program's moves (``step`` set) -> stepped :class:`Performance`; ``unit``: the volume of
+    one chunk of an all-to-allv layout (else ``1/chunks_per_shard``); ``routes`` as for
+    :func:`dataflow_performance`."""
     steps = sorted({m.step for m in moves})
     index = {t: i for i, t in enumerate(steps)}
-    hops = [(index[m.step], m.src, m.dst, o, d, 1) for m in moves for o, d, _ in m.labels]
-    model = _model({(m.src, m.dst) for m in moves}, n_ranks, fabric, capacity)
-    return _stepped(model, hops, len(steps), chunks_per_shard)
+    path = {(m.src, m.dst): (routes or {}).get((m.src, m.dst), (m.src, m.dst)) for m in moves}
+    hops = [(index[m.step], u, v, o, d, 1) for m in moves for u, v in zip(path[(m.src, m.dst)], path[(m.src, m.dst)][1:])
+            for o, d, _ in m.labels]
+    model = _model({e for p in path.values() for e in zip(p, p[1:])}, n_ranks, fabric, capacity)
+    if unit is None:
+        return _stepped(model, hops, len(steps), chunks_per_shard)
+    return _stepped(model, hops, len(steps), 1, np.full((n_ranks, n_ranks), unit))
 
 
 def routed_performance(program, fabric: Fabric, capacity=None) -> Performance:
-    """An MPI path program -> :class:`Performance` (one step: all routes concurrent)."""
-    hops = [(0, u, v, s.src, s.dst, len(s.chunks)) for s in program.sends for u, v in zip(s.nodes, s.nodes[1:])]
+    """An MPI path program -> :class:`Performance` (the routes of a time step concurrent, steps in turn); an
+    all-to-allv program's chunks weigh their pair's volume."""
+    hops = [(s.step, u, v, s.src, s.dst, len(s.chunks)) for s in program.sends for u, v in zip(s.nodes, s.nodes[1:])]
     model = _model({(h[1], h[2]) for h in hops}, program.nranks, fabric, capacity)
-    return _stepped(model, hops, 1, program.chunks_per_shard)
+    return _stepped(model, hops, program.nsteps, program.chunks_per_shard, program.volumes)
 
 
-def dataflow_performance(moves, chunks_per_shard: int, fabric: Fabric, capacity=None, n_ranks: int = 0) -> Performance:
+def dataflow_performance(moves, chunks_per_shard: int, fabric: Fabric, capacity=None, n_ranks: int = 0,
+                         unit: float | None = None, routes=None) -> Performance:
     """An MSCCL program's moves (``after`` set) -> dataflow :class:`Performance`; ``step_loads``
-    holds one entry, the busiest link's total load."""
+    holds one entry, the busiest link's total load; ``unit`` as in :func:`stepped_performance`.
+    ``routes`` (:func:`~a2a_compiler.topology.switched.switch_routes`) gives the path of a move
+    between hosts joined through a switch."""
     n_ranks = max([n_ranks] + [max(m.src, m.dst) + 1 for m in moves])
-    model = _model({(m.src, m.dst) for m in moves}, n_ranks, fabric, capacity)
-    messages = [Message(m.src, m.dst, tuple(lab[0] for lab in m.labels), tuple(lab[1] for lab in m.labels), m.after)
-                for m in moves]
-    hops = [(0, m.src, m.dst, o, d, 1) for m in moves for o, d, _ in m.labels]
-    loads = _stepped(model, hops, 1, chunks_per_shard) if hops else None
+    routes = routes or {}
+    path = {(m.src, m.dst): routes.get((m.src, m.dst), (m.src, m.dst)) for m in moves}
+    model = _model({e for p in path.values() for e in zip(p, p[1:])}, n_ranks, fabric, capacity)
+    messages = [Message(m.src, m.dst, tuple(lab[0] for lab in m.labels), tuple(lab[1] for lab in m.labels), m.after,
+                        path[(m.src, m.dst)]) for m in moves]
+    hops = [(0, u, v, o, d, 1) for m in moves for u, v in zip(path[(m.src, m.dst)], path[(m.src, m.dst)][1:])
+            for o, d, _ in m.labels]
+    if unit is None:
+        loads = _stepped(model, hops, 1, chunks_per_shard) if hops else None
+    else:
+        loads = _stepped(model, hops, 1, 1, np.full((n_ranks, n_ranks), unit)) if hops else None
     busiest = (loads.busiest, loads.busiest_load) if loads else ((-1, -1), 0.0)
-    return Performance(dataflow_time(messages, model, chunks_per_shard), (busiest[1],) if loads else (), *busiest)
+    return Performance(dataflow_time(messages, model, chunks_per_shard, unit), (busiest[1],) if loads else (),
+                       *busiest)
 
 
-def program_performance(program, fabric: Fabric, capacity=None, trace=None) -> Performance:
+def program_performance(program, fabric: Fabric, capacity=None, trace=None, demand=None,
+                        layout=None, routes=None) -> Performance:
     """The predicted time of a lowered program, as ``a2a verify`` and ``compile`` report it.
 
     ``capacity``: ``{(u, v): cap}`` of the topology (default: used pairs at 1);
-    ``trace``: the program's symbolic execution if already done (else it is run).
-    The program must be valid (the cost model needs a complete schedule).
+    ``trace``: the program's symbolic execution if already done (else it is run);
+    ``demand``: the all-to-allv to price.  An MSCCL file in the demand's buffer ``layout``
+    (:meth:`~a2a_compiler.demand.Demand.msccl_counts`; MSCCL XML records none) has chunks of
+    ``u = max D/T``; oneCCL and MPI path files that record volumes use theirs; a plain all-to-all
+    file is priced under the demand with its routes and steps unchanged (one schedule reused for
+    every batch): a path's chunks weigh their pair's volume (the runtime splits each pair's bytes
+    over its routes), a link program's fixed-size chunks are padded to the largest pair's volume
+    (``max D / C`` each).  ``routes``: paths through switches of link-program messages between
+    hosts that no link joins.  The program must be valid (the cost model needs a complete schedule).
     """
-    from ..formats import MpiPathProgram, MscclProgram
+    from dataclasses import replace
+
+    from ..chunk.ir import link_chunk_volume
+    from ..formats import MpiPathProgram, MscclppProgram, MscclProgram
     from . import simulate
 
     if isinstance(program, MpiPathProgram):
+        if demand is not None and program.volumes is None:
+            program = replace(program, volumes=tuple(map(tuple, demand.volumes.tolist())))
         return routed_performance(program, fabric, capacity)
+    if isinstance(program, MscclppProgram):
+        trace = trace or simulate.simulate_mscclpp(program)
+        return dataflow_performance(trace.moves, trace.chunks_per_shard, fabric, capacity, program.nranks,
+                                    routes=routes)
     if isinstance(program, MscclProgram):
-        trace = trace or simulate.simulate_msccl(program)
-        return dataflow_performance(trace.moves, trace.chunks_per_shard, fabric, capacity, program.ngpus)
+        unit = None
+        if layout is not None:
+            unit = link_chunk_volume(demand.volumes, layout)
+        elif demand is not None:
+            unit = float(demand.volumes.max()) / (program.nchunksperloop // program.ngpus)
+        trace = trace or simulate.simulate_msccl(program, layout)
+        return dataflow_performance(trace.moves, trace.chunks_per_shard, fabric, capacity, program.ngpus, unit,
+                                    routes)
     trace = trace or simulate.simulate_oneccl(program)
-    return stepped_performance(trace.moves, program.nranks, program.chunks_per_shard, fabric, capacity)
+    unit = None
+    if program.chunk_counts is not None:
+        unit = link_chunk_volume(np.array(program.volumes), program.counts())
+    elif demand is not None:
+        unit = float(demand.volumes.max()) / program.chunks_per_shard
+    return stepped_performance(trace.moves, program.nranks, program.chunks_per_shard, fabric, capacity, unit, routes)

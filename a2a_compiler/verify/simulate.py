@@ -2,7 +2,9 @@
 
 Every chunk is a label ``(origin, dest, index)``.  Rank ``s`` starts with
 ``i[d·C+k] = (s, d, k)``; at the end ``o[s·C+k]`` on rank ``d`` must hold
-``(s, d, k)``.  Each checker returns a :class:`Trace`: the violations found and
+``(s, d, k)``.  An all-to-allv layout (``T[s][d]`` chunks per pair) starts with
+``i[Σ_{j<d} T[s][j] + k] = (s, d, k)`` and must end with ``(s, d, k)`` in
+``o[Σ_{j<s} T[j][d] + k]`` on ``d``.  Each checker returns a :class:`Trace`: the violations found and
 every chunk transfer (a :class:`Move`) for the performance model.
 
 * :func:`simulate_msccl` runs thread blocks step by step: dependencies wait for
@@ -27,6 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..formats import MpiPathProgram, MscclProgram, OnecclProgram
+from ..formats.mscclpp import MscclppProgram
 
 #: Slots per connection (NCCL_STEPS): a sender blocks when this many messages are unreceived.
 FIFO_SLOTS = 8
@@ -74,19 +77,34 @@ class Trace:
         return self
 
 
-def _check_outputs(trace: Trace, outputs, n: int, c: int, name: str = "gpu") -> None:
-    """Every rank's output is the all-to-all transpose of the inputs."""
+def _check_outputs(trace: Trace, outputs, T: np.ndarray, name: str = "gpu", buf: str = "o") -> None:
+    """Every rank's output (buffer ``buf``) is the all-to-all(v) transpose of the inputs (``T``: chunks per pair)."""
+    n = len(T)
     for d in range(n):
+        expect = [(s, d, k) for s in range(n) for k in range(int(T[s, d]))]
         for x, lab in enumerate(outputs[d]):
-            want = (x // c, d, x % c)
-            if lab is None:
-                trace.error(f"{name} {d}: output chunk o[{x}] (chunk {want[2]} from {name} {want[0]}) is never written")
+            want = expect[x] if x < len(expect) else None
+            if want is None:
+                if lab is not None:
+                    trace.error(f"{name} {d}: output chunk {buf}[{x}] holds chunk {lab} beyond the {len(expect)} the "
+                                f"layout receives")
+            elif lab is None:
+                trace.error(f"{name} {d}: output chunk {buf}[{x}] (chunk {want[2]} from {name} {want[0]}) is never "
+                            f"written")
             elif lab != want:
-                trace.error(f"{name} {d}: output chunk o[{x}] holds chunk {lab} (origin, dest, index), expected {want}")
+                trace.error(f"{name} {d}: output chunk {buf}[{x}] holds chunk {lab} (origin, dest, index), "
+                            f"expected {want}")
 
 
-def _inputs(n: int, c: int):
-    return [[(g, x // c, x % c) for x in range(n * c)] for g in range(n)]
+def _inputs(T: np.ndarray):
+    """Every rank's input labels in buffer order (``T``: chunks per pair, the diagonal included)."""
+    n = len(T)
+    return [[(g, d, k) for d in range(n) for k in range(int(T[g, d]))] for g in range(n)]
+
+
+def layout_counts(n: int, c: int, counts=None) -> np.ndarray:
+    """``counts`` (an all-to-allv layout), or ``c`` chunks for every pair (the all-to-all's)."""
+    return np.full((n, n), c, dtype=np.int64) if counts is None else np.asarray(counts, dtype=np.int64)
 
 
 # ---------------------------------------------------------------------- MSCCL
@@ -99,12 +117,17 @@ class _Slot:
         self.value, self.writer, self.readers, self.move = value, None, [], -1
 
 
-def simulate_msccl(p: MscclProgram) -> Trace:
-    """Execute ``p`` symbolically; assumes :func:`~a2a_compiler.formats.msccl_rules.check_rules` found it sound."""
+def simulate_msccl(p: MscclProgram, counts=None) -> Trace:
+    """Execute ``p`` symbolically; assumes :func:`~a2a_compiler.formats.msccl_rules.check_rules` found it sound.
+
+    ``counts``: the chunks of every pair of an all-to-allv layout (rows and columns summing to
+    ``nchunksperloop``; :meth:`~a2a_compiler.demand.Demand.msccl_counts`), else the all-to-all's.
+    """
     n = p.ngpus
     c = p.nchunksperloop // n
     trace = Trace(chunks_per_shard=c)
-    inputs = _inputs(n, c)
+    T = layout_counts(n, c, counts)
+    inputs = _inputs(T)
     bufs = [{"i": [_Slot(v) for v in inputs[g.id]], "o": [_Slot() for _ in range(n * c)],
              "s": [_Slot() for _ in range(g.s_chunks)]} for g in p.gpus]
     tbs = [{tb.id: tb for tb in g.tbs} for g in p.gpus]
@@ -219,7 +242,7 @@ def simulate_msccl(p: MscclProgram) -> Trace:
             break
     if active:
         trace.error(_deadlock(p, active, pc, blocker, tbs))
-    _check_outputs(trace, [[sl.value for sl in bufs[g]["o"]] for g in range(n)], n, c)
+    _check_outputs(trace, [[sl.value for sl in bufs[g]["o"]] for g in range(n)], T)
     return trace.finish()
 
 
@@ -262,16 +285,18 @@ def simulate_oneccl(p: OnecclProgram) -> Trace:
     """Execute the step/sync semantics of docs/formats.md ("oneCCL-style XML") symbolically."""
     n, c = p.nranks, p.chunks_per_shard
     trace = Trace(chunks_per_shard=c)
-    ncl = n * c
+    T = p.counts()
+    ins, outs = T.sum(axis=1), T.sum(axis=0)
     for r in p.ranks:
-        if r.i_chunks != ncl or r.o_chunks != ncl or r.s_chunks < 0:
+        if r.i_chunks != ins[r.id] or r.o_chunks != outs[r.id] or r.s_chunks < 0:
             trace.error(f"rank {r.id}: i_chunks={r.i_chunks} o_chunks={r.o_chunks} s_chunks={r.s_chunks}; "
-                        f"need i_chunks = o_chunks = nchunksperloop = {ncl} and s_chunks >= 0")
+                        f"need i_chunks = {ins[r.id]} and o_chunks = {outs[r.id]} (the chunks it sends and "
+                        f"receives) and s_chunks >= 0")
     if trace.errors:
         return trace.finish()
-    inputs = _inputs(n, c)
-    bufs = [{"i": list(inputs[r]), "o": [None] * ncl, "s": [None] * p.ranks[r].s_chunks} for r in range(n)]
-    written = [{"o": [None] * ncl, "s": [None] * p.ranks[r].s_chunks} for r in range(n)]
+    inputs = _inputs(T)
+    bufs = [{"i": list(inputs[r]), "o": [None] * int(outs[r]), "s": [None] * p.ranks[r].s_chunks} for r in range(n)]
+    written = [{"o": [None] * int(outs[r]), "s": [None] * p.ranks[r].s_chunks} for r in range(n)]
     delivered = Counter()
     allowed = {"send": ("i", "s"), "recv": ("o", "s"), "copy_src": ("i", "s"), "copy_dst": ("o", "s")}
 
@@ -350,7 +375,7 @@ def simulate_oneccl(p: OnecclProgram) -> Trace:
                     trace.error(f"rank {r} step {t}: chunk {v} (origin, dest, index) delivered twice")
             written[r][buf][x] = t
             bufs[r][buf][x] = v
-    _check_outputs(trace, [bufs[r]["o"] for r in range(n)], n, c, "rank")
+    _check_outputs(trace, [bufs[r]["o"] for r in range(n)], T, "rank")
     return trace.finish()
 
 
@@ -399,4 +424,206 @@ def check_paths(p: MpiPathProgram) -> Trace:
                 trace.error(f"rank {a} -> {b}: chunk {twice[0]} is sent on more than one route (delivered twice)")
             if missing:
                 trace.error(f"rank {a} -> {b}: chunk(s) {' '.join(map(str, missing[:8]))} of the shard are never sent")
+    return trace.finish()
+
+
+# -------------------------------------------------------------------- MSCCL++
+
+
+class _PlanSlot:
+    __slots__ = ("value", "writer", "readers", "move", "pending")
+
+    def __init__(self, value=None):
+        self.value, self.writer, self.readers, self.move, self.pending = value, None, [], -1, None
+
+
+def simulate_mscclpp(p: MscclppProgram) -> Trace:
+    """Execute an MSCCL++ plan symbolically (docs/formats.md, "MSCCL++ execution plans").
+
+    Assumes :func:`~a2a_compiler.formats.mscclpp_rules.check_rules` found it sound.  Every
+    threadblock runs its operations in order (a ``pipeline``'s inner operations once, over their
+    whole range).  A ``signal`` on a channel adds one to the peer's end of that connection and a
+    ``wait`` takes one, blocking while there is none; ``sem_release`` / ``sem_acquire`` do the same
+    on a GPU's device semaphores, ``barrier`` blocks until ``num_threadblocks`` arrive.  A memory
+    channel ``put`` writes the peer's buffer at once; a port channel ``put`` completes at the next
+    ``signal`` or ``flush`` of the same threadblock on the same channel (until then its data must
+    not be read).  Happens-before follows program order, signal -> wait (not the relaxed
+    ``rlxsignal`` / ``rlxwait``), release -> acquire and barriers, by vector clocks: every read of
+    data another threadblock wrote, and every overwrite of data another read, must be ordered after
+    it.  At the end each rank's output (the input buffer of an in-place plan) must be the
+    all-to-all transpose; threadblocks that cannot go on are reported as a deadlock.
+    """
+    from ..formats.mscclpp import resolve
+
+    n = p.nranks
+    c = p.chunks_per_shard
+    trace = Trace(chunks_per_shard=c)
+    res = resolve(p)
+    inputs = _inputs(layout_counts(n, c))
+    bufs = [{"i": [_PlanSlot(v) for v in inputs[g.id]], "o": [_PlanSlot() for _ in range(n * c)],
+             "s": [_PlanSlot() for _ in range(g.scratch_chunks)]} for g in p.gpus]
+    ents = [(g.id, tb.id) for g in p.gpus for tb in sorted(g.threadblocks, key=lambda t: t.id)]
+    index = {e: k for k, e in enumerate(ents)}
+    tbs = {(g.id, tb.id): tb for g in p.gpus for tb in g.threadblocks}
+    ops = {e: [o for op in tb.ops for o in (op.ops if op.name == "pipeline" else (op,))] for e, tb in tbs.items()}
+    labels = {e: [f"{i}.{j}" if op.name == "pipeline" else str(i) for i, op in enumerate(tb.ops)
+                  for j in (range(len(op.ops)) if op.name == "pipeline" else (0,))] for e, tb in tbs.items()}
+    pc = dict.fromkeys(ents, 0)
+    clock = {e: np.zeros(len(ents), dtype=np.int64) for e in ents}
+    signals: dict = defaultdict(deque)    # (pair, from rank) -> snapshots (None: relaxed)
+    sems = {(g.id, s): deque([None] * v) for g in p.gpus for s, v in enumerate(g.semaphores)}
+    arrived: dict = defaultdict(set)      # (rank, barrier id) -> entities waiting there
+    released: set = set()                 # entities let through their current barrier
+    pending: dict = defaultdict(list)     # (entity, pair) -> slots of port puts not yet complete
+    last_move: dict = {}
+    out_buf = "i" if p.inplace else "o"
+
+    def where(e):
+        return f"gpu {e[0]} tb {e[1]} op {labels[e][pc[e]] if pc[e] < len(labels[e]) else pc[e]}"
+
+    def ordered(e, who) -> bool:
+        return who[0] == e or clock[e][index[who[0]]] > who[1]
+
+    def read(e, rank, buf, lo, size):
+        vals, moves = [], []
+        for x in range(lo, lo + size):
+            slot = bufs[rank][buf][x]
+            if slot.value is None:
+                trace.error(f"{where(e)}: reads unwritten chunk {buf}[{x}] of gpu {rank}")
+            elif slot.pending is not None:
+                trace.error(f"{where(e)}: reads {buf}[{x}] of gpu {rank} before the port put of gpu "
+                            f"{slot.pending[0]} tb {slot.pending[1]} that writes it is flushed or signalled")
+            elif slot.writer is not None and not ordered(e, slot.writer):
+                w = slot.writer[0]
+                trace.error(f"{where(e)}: reads {buf}[{x}] of gpu {rank} written by gpu {w[0]} tb {w[1]} with no "
+                            f"signal/wait, semaphore or barrier ordering the two (race)")
+            slot.readers.append((e, pc[e]))
+            vals.append(slot.value)
+            moves.append(slot.move)
+        return vals, moves
+
+    def write(e, rank, buf, lo, vals, move, port_pair=None):
+        for x, v in zip(range(lo, lo + len(vals)), vals):
+            slot = bufs[rank][buf][x]
+            for other in ([slot.writer] if slot.writer else []) + slot.readers:
+                if not ordered(e, other):
+                    trace.error(f"{where(e)}: writes {buf}[{x}] of gpu {rank} with no ordering after gpu "
+                                f"{other[0][0]} tb {other[0][1]} op {labels[other[0]][other[1]]} (race)")
+                    break
+            slot.value, slot.writer, slot.readers, slot.move = v, (e, pc[e]), [], move
+            slot.pending = None
+            if port_pair is not None:
+                slot.pending = e
+                pending[(e, port_pair)].append(slot)
+
+    def complete(e, pair):
+        for slot in pending.pop((e, pair), []):
+            if slot.pending == e:
+                slot.pending = None
+                slot.writer = (e, pc[e])   # visible to those ordered after this signal or flush
+
+    def channel(e, op, i):
+        return res[e[0]].channels[e[1]][op.channel_type][op.channel_ids[i]]
+
+    def blocked(e, op):
+        """Why ``op`` cannot run now, or None."""
+        if op.name in ("wait", "rlxwait"):
+            for i in range(len(op.channel_ids)):
+                ch = channel(e, op, i)
+                if len(signals[(ch.pair, ch.peer)]) < op.channel_ids.count(op.channel_ids[i]):
+                    return f"waits for a signal from gpu {ch.peer} on {ch.type} channel {op.channel_ids[i]}"
+        elif op.name == "sem_acquire":
+            for s in op.semaphore_ids:
+                if not sems[(e[0], s)]:
+                    return f"waits to acquire semaphore {s}"
+        elif op.name == "barrier" and e not in released:
+            arrived[(e[0], op.barrier_id)].add(e)
+            group = arrived[(e[0], op.barrier_id)]
+            if len(group) < op.num_threadblocks:
+                return f"waits at barrier {op.barrier_id} ({len(group)} of {op.num_threadblocks} arrived)"
+            merged = np.max([clock[x] for x in group], axis=0)
+            for x in group:
+                np.maximum(clock[x], merged, out=clock[x])
+            released.update(group)
+            arrived[(e[0], op.barrier_id)] = set()
+        return None
+
+    def run(e, op):
+        rank, k = e[0], pc[e]
+        if op.name in ("put", "pws", "pwsf"):
+            remote = res[rank].remote[e[1]][op.channel_type]
+            for i, (s, d) in enumerate(zip(op.src, op.dst)):
+                vals, moves = read(e, rank, s.type, s.index, s.size)
+                peer, buf = remote[d.buffer_id]
+                after = {m for m in moves if m >= 0} | ({last_move[e]} if e in last_move else set())
+                mid = len(trace.moves)
+                trace.moves.append(Move(rank, peer, tuple(vals), tuple(sorted(after))))
+                last_move[e] = mid
+                port = channel(e, op, i).pair if op.channel_type == "port" else None
+                write(e, peer, buf, d.index, vals, mid, port)
+            if op.name != "put":
+                for i in range(len(op.channel_ids)):
+                    ch = channel(e, op, i)
+                    complete(e, ch.pair)
+                    signals[(ch.pair, rank)].append(None)
+        elif op.name == "get":
+            remote = res[rank].remote[e[1]][op.channel_type]
+            for s, d in zip(op.src, op.dst):
+                peer, buf = remote[s.buffer_id]
+                vals, moves = read(e, peer, buf, s.index, s.size)
+                after = {m for m in moves if m >= 0} | ({last_move[e]} if e in last_move else set())
+                mid = len(trace.moves)
+                trace.moves.append(Move(peer, rank, tuple(vals), tuple(sorted(after))))
+                last_move[e] = mid
+                write(e, rank, d.type, d.index, vals, mid)
+        elif op.name == "copy":
+            for s, d in zip(op.src, op.dst):
+                vals, moves = read(e, rank, s.type, s.index, s.size)
+                write(e, rank, d.type, d.index, vals, max(moves, default=-1))
+        elif op.name in ("signal", "rlxsignal", "flush"):
+            for i in range(len(op.channel_ids)):
+                ch = channel(e, op, i)
+                complete(e, ch.pair)
+                if op.name != "flush":
+                    signals[(ch.pair, rank)].append(clock[e].copy() if op.name == "signal" else None)
+        elif op.name in ("wait", "rlxwait"):
+            for i in range(len(op.channel_ids)):
+                ch = channel(e, op, i)
+                snap = signals[(ch.pair, ch.peer)].popleft()
+                if op.name == "wait" and snap is not None:
+                    np.maximum(clock[e], snap, out=clock[e])
+        elif op.name == "sem_release":
+            for s in op.semaphore_ids:
+                sems[(rank, s)].append(clock[e].copy())
+        elif op.name == "sem_acquire":
+            for s in op.semaphore_ids:
+                snap = sems[(rank, s)].popleft()
+                if snap is not None:
+                    np.maximum(clock[e], snap, out=clock[e])
+        released.discard(e)
+        pc[e] = k + 1
+        clock[e][index[e]] = k + 1
+
+    active = list(ents)
+    while active:
+        moved, still = False, []
+        for e in active:
+            while pc[e] < len(ops[e]) and blocked(e, ops[e][pc[e]]) is None:
+                run(e, ops[e][pc[e]])
+                moved = True
+            if pc[e] < len(ops[e]):
+                still.append(e)
+        active = still
+        if not moved:
+            break
+    if active:
+        stuck = [f"{where(e)} {blocked(e, ops[e][pc[e]])}" for e in active[:4]]
+        trace.error(f"deadlock: {len(active)} threadblock(s) cannot progress: {'; '.join(stuck)}"
+                    + (" ..." if len(active) > 4 else ""))
+    for e, lst in pending.items():
+        if lst:
+            trace.error(f"gpu {e[0][0]} tb {e[0][1]}: a port put on channel {e[1]} is never flushed or signalled")
+            break
+    _check_outputs(trace, [[sl.value for sl in bufs[g.id][out_buf]] for g in p.gpus], np.full((n, n), c),
+                   buf=out_buf)
     return trace.finish()

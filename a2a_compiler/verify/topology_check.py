@@ -31,10 +31,14 @@ def check_ranks(n_ranks: int, topology: Topology) -> list[str]:
 
 
 def check_moves(moves, topology: Topology, name: str = "gpu") -> list[str]:
-    """Link programs: each (src, dst) pair that exchanges data is a topology link."""
-    links = link_capacities(topology)
+    """Link programs: each (src, dst) pair that exchanges data is a topology link, or, with switches,
+    joined through one switch (:func:`~a2a_compiler.topology.switched.switch_routes`)."""
+    from ..topology.switched import switch_routes
+
+    links = switch_routes(topology) if topology.n_switches else link_capacities(topology)
     bad = sorted({(m.src, m.dst) for m in moves if (m.src, m.dst) not in links})
-    return [f"{name} {u} sends to {name} {v}, but topology {topology.spec} has no link {u}->{v}" for u, v in bad]
+    via = " (nor a switch joining them)" if topology.n_switches else ""
+    return [f"{name} {u} sends to {name} {v}, but topology {topology.spec} has no link {u}->{v}{via}" for u, v in bad]
 
 
 def check_routes(program, topology: Topology) -> list[str]:

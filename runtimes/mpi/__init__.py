@@ -1,13 +1,15 @@
 """mpi4py runtime: execute MSCCL, oneCCL-style and MPI path schedules on an MPI communicator.
 
 ``Alltoall(schedule, comm)`` is a reusable, callable all-to-all (like
-``comm.Alltoall``); ``python -m runtimes.mpi FILE`` (or ``a2a run FILE``) runs,
-checks and measures a schedule under ``mpiexec``.  See docs/runtime.md.
+``comm.Alltoall``), ``Alltoallv(schedule, comm)`` the all-to-allv (like
+``comm.Alltoallv``: one compiled schedule serves every batch's counts);
+``python -m runtimes.mpi FILE`` (or ``a2a run FILE``) runs, checks and measures
+a schedule under ``mpiexec``.  See docs/runtime.md.
 
 Importing this package does not initialise MPI; ``Alltoall`` does, on first use.
 """
 
-__all__ = ["Alltoall"]
+__all__ = ["Alltoall", "Alltoallv"]
 
 
 def __getattr__(name):
@@ -15,4 +17,8 @@ def __getattr__(name):
         from .executor import Alltoall
 
         return Alltoall
+    if name == "Alltoallv":
+        from .alltoallv import Alltoallv
+
+        return Alltoallv
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

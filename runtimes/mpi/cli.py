@@ -5,7 +5,10 @@ Run under ``mpiexec -n N``.  For each per-peer shard size ``m`` of a sweep
 ``MPI_Alltoall`` on the same communicator and reports time, algorithm
 bandwidth ``(N-1)·m/T`` (Basu et al. §2.2), the ratio to native and, given the
 link bandwidth and the MCF flow value ``F``, the fraction of the throughput
-upper bound ``(N-1)·F·b`` (§5.2).  Importing this module does not initialise MPI.
+upper bound ``(N-1)·F·b`` (§5.2).  With ``--demand D.csv`` it runs the
+all-to-allv of the matrix (:class:`~runtimes.mpi.alltoallv.Alltoallv`) against
+native ``MPI_Alltoallv`` on the same buffers.  Importing this module does not
+initialise MPI.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import time
 import traceback
 import types
 from fractions import Fraction
+from typing import NamedTuple
 
 from a2a_compiler.cli import launcher_rank
 from a2a_compiler.errors import A2AError
@@ -31,8 +35,9 @@ DESCRIPTION = """\
 Execute an all-to-all schedule on MPI_COMM_WORLD (run it under mpiexec -n N), check every received byte,
 and time it against native MPI_Alltoall over a size sweep, like nccl-tests.
 
-Formats: MSCCL XML (thread blocks, dependencies, s/r/rcs/cpy/nop), oneCCL-style XML (steps + sync) and
-MPI path schedules (routes; --route-mode relay|direct). Each rank reads FILE.
+Formats: MSCCL XML (thread blocks, dependencies, s/r/rcs/cpy/nop), MSCCL++ JSON execution plans (puts,
+signals/waits, semaphores, barriers; in-place plans too), oneCCL-style XML (steps + sync) and MPI path
+schedules (routes; --route-mode relay|direct). Each rank reads FILE.
 """
 
 EPILOG = """\
@@ -125,7 +130,8 @@ def check_applicable(args, fmt: str | None = None) -> None:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options of ``a2a run`` / ``python -m runtimes.mpi``."""
     p.add_argument("file", metavar="FILE",
-                   help="schedule: MSCCL XML (ours or other tools'), oneCCL-style XML, or MPI path schedule XML")
+                   help="schedule: MSCCL XML (ours or other tools'), MSCCL++ plan (JSON), oneCCL-style XML, or MPI "
+                        "path schedule XML")
     p.add_argument("-b", "--minbytes", type=parse_size, default=parse_size("1K"), metavar="SIZE",
                    help="smallest per-peer shard size m (default 1K)")
     p.add_argument("-e", "--maxbytes", type=parse_size, default=parse_size("1M"), metavar="SIZE",
@@ -161,6 +167,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--topology", metavar="SPEC",
                    help="with --rank-map: the topology whose host names the map uses (e.g. fattree:4,3 or "
                         "file:PATH); it must have as many hosts as the schedule has ranks")
+    p.add_argument("--demand", metavar="FILE",
+                   help="all-to-allv of this demand matrix (CSV or .npy, N x N, scaled to mean 1 per pair; see 'a2a "
+                        "demand'; rows and columns are the topology's hosts): host s sends host d D[s,d]*m bytes "
+                        "(rounded), so -b/-e are the mean block size; "
+                        "measured against native MPI_Alltoallv on the same buffers.  The schedule splits every "
+                        "pair's bytes by its routes (MPI paths) or into its fixed-size chunks (oneCCL, MSCCL: an "
+                        "MSCCL all-to-allv file takes its buffer layout from D).  Default: the demand the file "
+                        "records (an all-to-allv file of 'a2a compile' or 'a2a routes'); none: the plain all-to-all")
     p.add_argument("--json", action="store_true", help="print one JSON object (rank 0) instead of the table")
 
 
@@ -191,15 +205,20 @@ def sweep_sizes(args) -> list[int]:
     return sizes
 
 
-def bound_inputs(args, record) -> tuple[float | None, float | None, list[str]]:
+def bound_inputs(args, record, demand=None) -> tuple[float | None, float | None, list[str]]:
     """``(b, F, warnings)`` for the bound (N-1)*F*b: ``--link-bw`` / ``--mcf-flow``, else the fabric's link
     bandwidth and ``1/mcf_time`` the file records (docs/formats.md, "record"); a flag that differs from the
-    record wins, with a warning.  ``(None, None)`` when the link bandwidth is unknown."""
+    record wins, with a warning.  ``(None, None)`` when the link bandwidth is unknown.  The recorded
+    ``mcf_time`` is the optimum of the demand the file was compiled for: run under another ``demand``
+    (a plain all-to-all file reused) the bound needs ``--mcf-flow`` F(D)."""
     from a2a_compiler.fabric import parse_bandwidth  # imports the topology stage: rank 0 only
 
     warnings = []
     recorded_bw = record.fabric.link_bw if record is not None else None
     recorded_flow = 1.0 / record.mcf_time if record is not None and record.mcf_time else None
+    made_for = None if record is None or record.demand is None else record.demand.get("sha256")
+    if made_for != (None if demand is None or demand.is_uniform else demand.sha256):
+        recorded_flow = None
     link_bw = parse_bandwidth(args.link_bw, "--link-bw") if args.link_bw else recorded_bw
     if args.link_bw and recorded_bw is not None and link_bw != recorded_bw:
         warnings.append(f"--link-bw {args.link_bw} differs from the link bandwidth the file was compiled for "
@@ -222,7 +241,7 @@ def bound_inputs(args, record) -> tuple[float | None, float | None, list[str]]:
     return link_bw, flow, warnings
 
 
-def _check_memory(a2a, m: int, local_ranks: int) -> None:
+def _check_memory(a2a, m: int, local_ranks: int, demand=None) -> None:
     """Refuse a sweep whose buffers cannot fit in this node's available memory."""
     try:
         with open("/proc/meminfo") as fh:
@@ -230,19 +249,62 @@ def _check_memory(a2a, m: int, local_ranks: int) -> None:
     except (OSError, StopIteration, ValueError):
         return
     p = a2a.plan
-    c = a2a.chunk_bytes(m)
-    padded = 2 * p.nranks * p.chunks_per_shard * c if c * p.chunks_per_shard != m else 0
-    need = local_ranks * (3 * p.nranks * m + padded + p.scratch_chunks * c)
+    if demand is None:
+        c = a2a.chunk_bytes(m)
+        padded = 2 * p.nranks * p.chunks_per_shard * c if c * p.chunks_per_shard != m else 0
+        need = local_ranks * (3 * p.nranks * m + padded + p.scratch_chunks * c)
+    else:  # send, receive, staging and scratch: at most the busiest rank's blocks, each a few times
+        need = local_ranks * 4 * m * float(max(demand.row_sums().max(), demand.col_sums().max()) + 1)
     if need > 0.8 * avail:
         raise A2AError(f"-e {m}: {local_ranks} ranks on this node need ~{need / 2**30:.1f} GiB of buffers, "
                        f"only {avail / 2**30:.1f} GiB available; lower -e")
 
 
-def _timed(comm, fn, send, recv, n_warm, n_iter, check, watchdog, on_timed=None):
+class Workload(NamedTuple):
+    """One size of a sweep: the buffers, the schedule's call and the native one on them, the received block sizes."""
+
+    send: object            # uint8 array
+    recv: object
+    ours: object            # fn(send, recv)
+    native: object          # fn(send, recv): MPI_Alltoall or MPI_Alltoallv
+    recv_counts: object     # bytes from each rank (all-to-allv), or None (equal shards)
+    mean_bytes: float       # bytes a rank sends the others, averaged over the ranks (the algbw numerator)
+
+
+def workload(comm, a2a, m: int, demand=None) -> Workload:
+    """The buffers for shards of ``m`` bytes, filled with :mod:`.pattern` data; with a ``demand``, blocks of
+    ``D[s, d]·m`` bytes (:meth:`~a2a_compiler.demand.Demand.pair_bytes`) for ``a2a``, an Alltoallv.  The
+    demand's rows and columns are the topology's hosts: rank ``r`` playing host ``h(r)`` (``a2a.nodes``,
+    a rank map) sends rank ``r'`` ``D[h(r), h(r')]·m`` bytes."""
+    import numpy as np
+    from mpi4py import MPI
+
+    from .pattern import fill
+
+    rank, N = comm.rank, comm.size
+    if demand is None:
+        send, recv = np.empty(N * m, np.uint8), np.empty(N * m, np.uint8)
+        fill(send, rank, N)
+        return Workload(send, recv, a2a, comm.Alltoall, None, (N - 1) * m)
+    hosts = np.arange(N) if a2a is None else np.asarray(a2a.nodes)
+    counts = demand.pair_bytes(m)[np.ix_(hosts, hosts)]
+    sc, rc = counts[rank], counts[:, rank]
+    sd, rd = np.cumsum(sc) - sc, np.cumsum(rc) - rc
+    send, recv = np.empty(int(sc.sum()), np.uint8), np.empty(int(rc.sum()), np.uint8)
+    fill(send, rank, N, sc)
+    return Workload(send, recv, lambda s, r: a2a(s, sc, sd, r, rc, rd),
+                    lambda s, r: comm.Alltoallv([s, (sc, sd), MPI.BYTE], [r, (rc, rd), MPI.BYTE]), rc,
+                    float(counts.sum()) / N)
+
+
+def _timed(comm, fn, send, recv, n_warm, n_iter, check, watchdog, on_timed=None, counts=None, start=None):
     """Run ``fn`` warm-up + timed iterations; returns (per-iteration max-over-ranks times, first error).
 
     ``on_timed()``, if given, is called on every rank just before the first
-    timed iteration (the testbed snapshots its counters there).
+    timed iteration (the testbed snapshots its counters there); ``counts``: the
+    received block sizes of an all-to-allv (:func:`.pattern.first_error`).  Every
+    iteration starts with a barrier on ``start`` (default ``comm``; the
+    testbed's jobs start together on the world communicator).
     """
     import numpy as np
     from mpi4py import MPI
@@ -258,14 +320,14 @@ def _timed(comm, fn, send, recv, n_warm, n_iter, check, watchdog, on_timed=None)
         verify = check == "all" or (check == "first-last" and it in (0, total - 1))
         if verify:
             recv.fill(0xA5)
-        comm.Barrier()
+        (start or comm).Barrier()
         t0 = MPI.Wtime()
         fn(send, recv)
         dt = MPI.Wtime() - t0
         if it >= n_warm:
             times[it - n_warm] = dt
         if verify and error is None:
-            error = first_error(recv, comm.rank, comm.size)
+            error = first_error(recv, comm.rank, comm.size, counts)
             if error:
                 error = f"iteration {it}: {error}"
         watchdog.kick()
@@ -339,6 +401,7 @@ def _exit_on_interrupt(prog: str) -> None:
 def _main(args, prog: str) -> int:
     from mpi4py import MPI
 
+    from .alltoallv import Alltoallv
     from .executor import Alltoall, agree, on_root
     from .watchdog import Watchdog
 
@@ -350,14 +413,18 @@ def _main(args, prog: str) -> int:
         try:
             agree(comm, lambda: check_applicable(args))
             sizes = agree(comm, lambda: sweep_sizes(args))
+            demand = comm.bcast(on_root(comm, lambda: _demand(args, N)))
             a2a = Alltoall(args.file, comm, route_mode=args.route_mode or "relay", rank_map=args.rank_map,
-                           topology=args.topology)
+                           topology=args.topology) if demand is None else \
+                Alltoallv(args.file, comm, route_mode=args.route_mode or "relay",
+                          demand=None if demand.is_uniform else demand, rank_map=args.rank_map,
+                          topology=args.topology)
             check_applicable(args, a2a.plan.format)  # same file and options on every rank: all raise or none
-            link_bw, flow, warnings = comm.bcast(on_root(comm, lambda: bound_inputs(args, a2a.plan.record)))
+            link_bw, flow, warnings = comm.bcast(on_root(comm, lambda: bound_inputs(args, a2a.plan.record, demand)))
             local = comm.Split_type(MPI.COMM_TYPE_SHARED)
             local_ranks = local.size
             local.Free()
-            agree(comm, lambda: _check_memory(a2a, sizes[-1], local_ranks))
+            agree(comm, lambda: _check_memory(a2a, sizes[-1], local_ranks, demand))
         except A2AError as exc:
             if rank == 0:
                 print(f"{prog}: error: {exc}", file=sys.stderr)
@@ -377,11 +444,12 @@ def _main(args, prog: str) -> int:
             "throughput_bound_GBps": bound / 1e9 if bound else None,
             "rank_map": args.rank_map, "rank_nodes": [int(n) for n in a2a.nodes],
             "mpi_library": MPI.Get_library_version().splitlines()[0].strip(),
+            **({} if demand is None else {"demand": demand.to_json_dict(max_ranks=0)}),
         }
         if out and not args.json:
             _print_header(out, header)
         try:
-            results, failures = _sweep(args, comm, a2a, sizes, header, bound, watchdog, out)
+            results, failures = _sweep(args, comm, a2a, sizes, header, bound, watchdog, out, demand)
         except A2AError as exc:  # raised on one rank mid-run: the others are blocked, abort them
             print(f"{prog}: error: {exc}", file=sys.stderr, flush=True)
             comm.Abort(1)
@@ -400,33 +468,44 @@ def _main(args, prog: str) -> int:
     return 1 if failures else 0
 
 
-def _sweep(args, comm, a2a, sizes, header, bound, watchdog, out):
+def _demand(args, n: int):
+    """The ``--demand`` matrix (read on rank 0), else the one the file records (an all-to-allv file of
+    'a2a compile' or 'a2a routes'), or ``None``."""
+    if not args.demand:
+        from a2a_compiler.formats import load_program
+        from a2a_compiler.formats.record import recorded_demand
+
+        return recorded_demand(load_program(args.file)[1], str(args.file))
+    from a2a_compiler.demand import read_demand
+
+    return read_demand(args.demand, n)
+
+
+def _sweep(args, comm, a2a, sizes, header, bound, watchdog, out, demand=None):
     """Every size on ``comm``'s ranks (buffers in its rank order; ``a2a`` maps them to hosts)."""
     import numpy as np
-
-    from .pattern import fill
 
     p = a2a.plan
     rank, N = comm.rank, comm.size
     results, failures = [], 0
     for m in sizes:
-        send = np.empty(N * m, np.uint8)
-        recv = np.empty(N * m, np.uint8)
-        fill(send, rank, N)
-        t_ours, err = _timed(comm, a2a, send, recv, args.warmup, args.iters, args.check, watchdog)
-        t_nat, nerr = _timed(comm, comm.Alltoall, send, recv, args.warmup, args.iters,
-                             "none" if args.check == "none" else "first-last", watchdog)
+        w = workload(comm, a2a, m, demand)
+        t_ours, err = _timed(comm, w.ours, w.send, w.recv, args.warmup, args.iters, args.check, watchdog,
+                             counts=w.recv_counts)
+        t_nat, nerr = _timed(comm, w.native, w.send, w.recv, args.warmup, args.iters,
+                             "none" if args.check == "none" else "first-last", watchdog, counts=w.recv_counts)
         errors = [e for e in comm.gather(err) or () if e]
         nerrors = [e for e in comm.gather(nerr) or () if e]
         if rank != 0:
             continue
         med, nmed = float(np.median(t_ours)), float(np.median(t_nat))
-        algbw, nalgbw = (N - 1) * m / med / 1e9, (N - 1) * m / nmed / 1e9
+        algbw, nalgbw = w.mean_bytes / med / 1e9, w.mean_bytes / nmed / 1e9
         busbw = algbw * (N - 1) / N
         verified = args.check != "none" and not errors
         failures += bool(errors)
+        chunk = None if demand is not None else a2a.chunk_bytes(m)
         rec = {
-            "size_bytes": m, "chunk_bytes": a2a.chunk_bytes(m), "padded": a2a.chunk_bytes(m) * p.chunks_per_shard != m,
+            "size_bytes": m, "chunk_bytes": chunk, "padded": chunk is not None and chunk * p.chunks_per_shard != m,
             "time_min_s": float(t_ours.min()), "time_median_s": med, "time_max_s": float(t_ours.max()),
             "algbw_GBps": algbw, "busbw_GBps": busbw,
             "native_time_min_s": float(t_nat.min()), "native_time_median_s": nmed,
@@ -475,12 +554,20 @@ def _print_header(out, h: dict) -> None:
         print(f"# rank map {h['rank_map']}: MPI rank -> topology host {pairs}{more}", file=out)
     print(f"# {h['iters']} iterations after {h['warmup']} warm-up; time = max over ranks per iteration; "
           f"check: {h['check']}", file=out)
-    print("# bytes: per-peer shard m; chunk: bytes per chunk (m/C rounded up); min/median/max: time of one "
-          "all-to-all", file=out)
-    print("# algbw = (N-1)*m/median (what each rank sends, per second); busbw = algbw*(N-1)/N (nccl-tests' "
-          "all-to-all bus bandwidth)", file=out)
-    print("# native: MPI_Alltoall on the same communicator; ratio = algbw / native algbw (> 1: the schedule is "
-          "faster)", file=out)
+    if "demand" in h:
+        print(f"# all-to-allv of demand {h['demand']['source']} (sha256 {h['demand']['sha256'][:12]}, scaled to "
+              f"mean 1 per pair): bytes = the mean block m, pair s->d sends D[s,d]*m bytes", file=out)
+        print("# algbw = (bytes a rank sends, averaged over the ranks)/median, (N-1)*m/median for the same total; "
+              "busbw = algbw*(N-1)/N", file=out)
+        print("# native: MPI_Alltoallv on the same buffers; ratio = algbw / native algbw (> 1: the schedule is "
+              "faster)", file=out)
+    else:
+        print("# bytes: per-peer shard m; chunk: bytes per chunk (m/C rounded up); min/median/max: time of one "
+              "all-to-all", file=out)
+        print("# algbw = (N-1)*m/median (what each rank sends, per second); busbw = algbw*(N-1)/N (nccl-tests' "
+              "all-to-all bus bandwidth)", file=out)
+        print("# native: MPI_Alltoall on the same communicator; ratio = algbw / native algbw (> 1: the schedule "
+              "is faster)", file=out)
     if h["throughput_bound_GBps"]:
         print(f"# %bound = algbw / (N-1)*F*b, the link MCF bound {h['throughput_bound_GBps']:.3f} GB/s "
               f"(F = {h['mcf_flow']:g})",
@@ -491,7 +578,8 @@ def _print_header(out, h: dict) -> None:
 
 
 def _print_row(out, r: dict, bound: bool) -> None:
-    cells = [r["size_bytes"], r["chunk_bytes"], f"{r['time_min_s'] * 1e6:.1f}", f"{r['time_median_s'] * 1e6:.1f}",
+    cells = [r["size_bytes"], "-" if r["chunk_bytes"] is None else r["chunk_bytes"], f"{r['time_min_s'] * 1e6:.1f}",
+             f"{r['time_median_s'] * 1e6:.1f}",
              f"{r['time_max_s'] * 1e6:.1f}", f"{r['algbw_GBps']:.3f}", f"{r['busbw_GBps']:.3f}",
              f"{r['native_time_median_s'] * 1e6:.1f}",
              f"{r['native_algbw_GBps']:.3f}", f"{r['ratio_to_native']:.3f}"]

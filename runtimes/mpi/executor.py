@@ -118,6 +118,7 @@ class Alltoall:
 
         def setup():
             program = load_schedule(schedule)[1] if isinstance(schedule, (str, os.PathLike)) else schedule
+            layout = self._program_layout(program, comm.size)
             plans = build_plans(program, comm.size, route_mode)
             nodes = place_ranks(rank_map, names, comm.size, topology)
             if steering is None:
@@ -132,10 +133,10 @@ class Alltoall:
                 mine = [{} for _ in plans]
                 for (s, d, k), addrs in steering.items():
                     mine[s][(s, d, k)] = mine[d][(s, d, k)] = addrs
-            return [(plans[n], mine[n]) for n in nodes], nodes  # rank r executes the plan of the host it plays
+            return [(plans[n], mine[n]) for n in nodes], (nodes, layout)  # rank r runs the plan of its host
 
-        per_rank, nodes = on_root(comm, setup) or (None, None)
-        nodes = comm.bcast(nodes)
+        per_rank, shared = on_root(comm, setup) or (None, None)
+        nodes, self.layout = comm.bcast(shared)
         self.plan: RankPlan
         self.plan, addresses = comm.scatter(per_rank)
         #: ``nodes[r]``: the topology host (schedule rank) MPI rank ``r`` of ``comm`` plays.
@@ -146,6 +147,14 @@ class Alltoall:
         self._order = None if (nodes == np.arange(comm.size)).all() else nodes
         self.steered = None if addresses is None else agree(self.comm, lambda: SteeredRoutes(self.comm, addresses))
         self._layouts: dict[int, tuple] = {}
+
+    def _program_layout(self, program, nranks: int):
+        """What every rank needs to know of the program's buffers beyond its plan (``self.layout``): nothing
+        for the all-to-all, whose buffers are ``N`` equal shards; an all-to-allv file is refused."""
+        if getattr(program, "chunk_counts", None) is not None:
+            raise A2AError("this oneCCL-style file is an all-to-allv (its buffers follow chunks= per pair); "
+                           "run it with runtimes.mpi.Alltoallv or 'a2a run FILE --demand D.csv'")
+        return None
 
     @property
     def format(self) -> str:
@@ -205,18 +214,19 @@ class Alltoall:
     def _execute(self, bufs: list[np.ndarray]) -> None:
         """Run this rank's plan on ``[input, output, scratch]`` chunk buffers in host order."""
         p = self.plan
+        if p.inplace:  # the plan transposes its input buffer in place: give it the output, holding the input
+            bufs[BUF_O][:] = bufs[BUF_I]
+            bufs[BUF_I] = bufs[BUF_O]
         if p.self_copy:
             me = slice(p.rank * p.chunks_per_shard, (p.rank + 1) * p.chunks_per_shard)
             bufs[BUF_O][me] = bufs[BUF_I][me]
         body = p.body
-        if isinstance(body, MscclPlan):
+        if isinstance(body, MscclPlan):  # MSCCL and MSCCL++ plans
             run_msccl(body, bufs, self.comm)
         elif isinstance(body, OnecclPlan):
             run_oneccl(body, bufs, self.comm)
-        elif self.steered is not None:
-            self.steered.run(body, bufs)
         else:
-            run_paths(body, bufs, self.comm)
+            run_path_steps(body, bufs, self.comm, self.steered)
 
 
 def _stage_in(shards: np.ndarray, stage: np.ndarray, order: np.ndarray | None) -> None:
@@ -271,10 +281,13 @@ def run_msccl(plan: MscclPlan, bufs: list[np.ndarray], comm) -> None:
     def post_recv(t, j):
         st = tbs[t].steps[j]
         db, do, cnt = st.dstbuf, st.dstoff, st.cnt
-        recvs[(t, j)] = comm.Irecv(bufs[db][do:do + cnt], tbs[t].recv, tbs[t].tag)
+        peer, tag = (st.peer, st.tag) if st.peer >= 0 else (tbs[t].recv, tbs[t].tag)
+        recvs[(t, j)] = comm.Irecv(bufs[db][do:do + cnt], peer, tag)
 
-    def post_send(t, b, lo, cnt):
-        sends.append((comm.Isend(bufs[b][lo:lo + cnt], tbs[t].send, tbs[t].tag), b, lo, lo + cnt))
+    def post_send(t, b, lo, cnt, peer, tag):
+        if peer < 0:
+            peer, tag = tbs[t].send, tbs[t].tag
+        sends.append((comm.Isend(bufs[b][lo:lo + cnt], peer, tag), b, lo, lo + cnt))
 
     for t, tb in enumerate(tbs):
         for j, st in enumerate(tb.steps):
@@ -288,7 +301,7 @@ def run_msccl(plan: MscclPlan, bufs: list[np.ndarray], comm) -> None:
         for t, tb in enumerate(tbs):
             while pc[t] < nsteps[t]:
                 j = pc[t]
-                op, sb, so, db, do, cnt, depid, deps, hazard, _ = tb.steps[j]
+                op, sb, so, db, do, cnt, depid, deps, hazard, _, peer, tag = tb.steps[j]
                 if depid >= 0 and pc[depid] <= deps:
                     break
                 if hazard and (t, j) not in recvs and _send_reads(sends, db, do, do + cnt):
@@ -301,9 +314,9 @@ def run_msccl(plan: MscclPlan, bufs: list[np.ndarray], comm) -> None:
                         break
                     del recvs[(t, j)]
                     if op == RCS:
-                        post_send(t, db, do, cnt)
+                        post_send(t, db, do, cnt, peer, tag)
                 elif op == SEND:
-                    post_send(t, sb, so, cnt)
+                    post_send(t, sb, so, cnt, peer, tag)
                 elif op == CPY:
                     bufs[db][do:do + cnt] = bufs[sb][so:so + cnt]
                 pc[t] += 1
@@ -357,6 +370,23 @@ def _waitall(reqs: list) -> None:
         return
     while not MPI.Request.Testall(reqs):
         os.sched_yield()
+
+
+def run_path_steps(plan: PathPlan, bufs: list[np.ndarray], comm, steered=None) -> None:
+    """A path plan's time steps in order, a barrier between them (every rank finished the previous step);
+    each step over the steered connections, or with MPI (:func:`run_paths`)."""
+    for t, step in enumerate(plan.steps()):
+        if t:
+            _barrier(comm)
+        if steered is not None:
+            steered.run(step, bufs)
+        else:
+            run_paths(step, bufs, comm)
+
+
+def _barrier(comm) -> None:
+    """``MPI_Barrier``, not spinning meanwhile (as :func:`_waitall`)."""
+    _waitall([comm.Ibarrier()])
 
 
 def _send_reads(sends: list, buf: int, lo: int, hi: int) -> bool:

@@ -27,20 +27,27 @@ def pattern(src: int, dst: int, nbytes: int) -> np.ndarray:
     return h.view(np.uint8)[:nbytes]
 
 
-def fill(sendbuf: np.ndarray, rank: int, nranks: int) -> None:
-    """Fill ``sendbuf`` (``nranks*m`` bytes) with rank ``rank``'s shards."""
-    shards = sendbuf.reshape(nranks, -1)
-    for d in range(nranks):
-        shards[d] = pattern(rank, d, shards.shape[1])
+def _blocks(buf: np.ndarray, nranks: int, counts) -> list[np.ndarray]:
+    """``buf`` cut into ``nranks`` equal shards, or packed blocks of ``counts`` bytes (an all-to-allv)."""
+    if counts is None:
+        return list(buf.reshape(nranks, -1))
+    ends = np.cumsum(counts)
+    return [buf[e - c:e] for e, c in zip(ends.tolist(), np.asarray(counts).tolist())]
 
 
-def first_error(recvbuf: np.ndarray, rank: int, nranks: int) -> str | None:
-    """``None`` if ``recvbuf`` holds exactly what every rank sent ``rank``, else the first wrong byte."""
-    shards = recvbuf.reshape(nranks, -1)
-    for s in range(nranks):
-        want = pattern(s, rank, shards.shape[1])
-        if not np.array_equal(shards[s], want):
-            off = int(np.flatnonzero(shards[s] != want)[0])
-            return (f"rank {rank}: byte {off} of the shard from rank {s} is 0x{int(shards[s][off]):02x}, "
+def fill(sendbuf: np.ndarray, rank: int, nranks: int, counts=None) -> None:
+    """Fill ``sendbuf`` (``nranks*m`` bytes, or packed blocks of ``counts[d]`` bytes) with rank ``rank``'s shards."""
+    for d, block in enumerate(_blocks(sendbuf, nranks, counts)):
+        block[:] = pattern(rank, d, len(block))
+
+
+def first_error(recvbuf: np.ndarray, rank: int, nranks: int, counts=None) -> str | None:
+    """``None`` if ``recvbuf`` (equal shards, or packed blocks of ``counts[s]`` bytes) holds exactly what
+    every rank sent ``rank``, else the first wrong byte."""
+    for s, block in enumerate(_blocks(recvbuf, nranks, counts)):
+        want = pattern(s, rank, len(block))
+        if not np.array_equal(block, want):
+            off = int(np.flatnonzero(block != want)[0])
+            return (f"rank {rank}: byte {off} of the shard from rank {s} is 0x{int(block[off]):02x}, "
                     f"expected 0x{int(want[off]):02x}")
     return None

@@ -19,7 +19,7 @@ stage at load time, so ranks other than 0 start fast.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -39,13 +39,18 @@ ROUTE_MODES = ("relay", "direct")
 
 @dataclass(frozen=True)
 class Message:
-    """One point-to-point message: ``cnt`` chunks at ``buf[off]``, to/from ``peer`` with ``tag``."""
+    """One point-to-point message: ``cnt`` chunks at ``buf[off]``, to/from ``peer`` with ``tag``.
+
+    ``shard`` (MPI path plans): ``(src, dst, k)``, the message carries chunks ``k .. k+cnt-1``
+    of the shard ``src -> dst`` (what :class:`~runtimes.mpi.alltoallv.Alltoallv` sizes in bytes).
+    """
 
     peer: int
     tag: int
     buf: int
     off: int
     cnt: int
+    shard: tuple[int, int, int] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -77,6 +82,8 @@ class StepPlan(NamedTuple):
     deps: int
     hazard: bool
     wake: bool
+    peer: int = -1   # MSCCL++: this step's own peer and tag (-1: the thread block's)
+    tag: int = -1
 
 
 @dataclass(frozen=True)
@@ -123,10 +130,25 @@ class OnecclPlan:
 
 @dataclass(frozen=True)
 class PathPlan:
-    """Sends posted at the start, and receives (relay hops forward on completion)."""
+    """Sends posted at the start, and receives (relay hops forward on completion).
+
+    A time-stepped file (``nsteps > 1``) gives each send and receive its step
+    (``send_steps``, ``recv_steps``); :meth:`steps` splits the plan, and the
+    executor runs the steps in order with a barrier between them.
+    """
 
     sends: tuple[Message, ...]
     recvs: tuple[Forward, ...]
+    send_steps: tuple[int, ...] = ()
+    recv_steps: tuple[int, ...] = ()
+    nsteps: int = 1
+
+    def steps(self) -> list["PathPlan"]:
+        """One single-step plan per time step, in order."""
+        if self.nsteps == 1:
+            return [self]
+        return [PathPlan(tuple(m for m, s in zip(self.sends, self.send_steps) if s == t),
+                         tuple(f for f, s in zip(self.recvs, self.recv_steps) if s == t)) for t in range(self.nsteps)]
 
 
 @dataclass(frozen=True)
@@ -147,6 +169,7 @@ class RankPlan:
     body: MscclPlan | OnecclPlan | PathPlan
     route_mode: str | None = None
     record: object = None  # the file's a2a_compiler.formats.record.Record (fabric, MCF time), if any
+    inplace: bool = False  # MSCCL++ in-place plans: the result replaces the input buffer
 
 
 # ----------------------------------------------------------------- helpers
@@ -226,28 +249,215 @@ def plan_msccl(prog, size: int) -> list[RankPlan]:
 
 
 def _msccl_rank(name: str, N: int, C: int, mine) -> RankPlan:
-    rank = mine.id
-    # Hazards: chunks this rank writes more than once (reused scratch slots).
-    counts = {b: np.zeros(n, dtype=np.int64) for b, n in (("o", N * C), ("s", mine.s_chunks))}
-    for tb in mine.tbs:
-        for st in tb.steps:
-            if _OPCODES[st.type] in (RECV, RCS, CPY):
-                counts[st.dstbuf][st.dstoff:st.dstoff + st.cnt] += 1
-    depended = {(st.depid, st.deps) for tb in mine.tbs for st in tb.steps if st.depid >= 0}
+    raw = [(tb.send, tb.recv, tb.chan,
+            [(_OPCODES[st.type], BUFFERS.get(st.srcbuf, -1), st.srcoff, BUFFERS.get(st.dstbuf, -1), st.dstoff,
+              st.cnt, st.depid, st.deps) for st in tb.steps]) for tb in mine.tbs]
+    tbs, written = _thread_blocks(raw, {BUF_O: N * C, BUF_S: mine.s_chunks})
+    return RankPlan("msccl", name, N, mine.id, C, mine.s_chunks,
+                    not _writes_own_shard(written[BUF_O] > 0, mine.id, C), MscclPlan(tbs))
+
+
+def _thread_blocks(raw, sizes: dict[int, int], read_by_sends: bool = False):
+    """:class:`ThreadBlockPlan` s from ``(send, recv, tag, steps)`` with steps ``(op, srcbuf, srcoff,
+    dstbuf, dstoff, cnt, depid, deps[, peer, tag])``, and the times each chunk of ``sizes``'
+    buffers is written.
+
+    A step is a ``hazard`` when it writes a chunk written more than once on this rank (a reused
+    scratch slot) or, with ``read_by_sends``, a chunk some send reads (an in-place plan overwrites
+    its input); ``wake`` as :class:`StepPlan` says.
+    """
+    written = {b: np.zeros(n, dtype=np.int64) for b, n in sizes.items()}
+    sent = {b: np.zeros(n, dtype=bool) for b, n in sizes.items()}
+    for _, _, _, steps in raw:
+        for op, sb, so, db, do, cnt, *_ in steps:
+            if op in (RECV, RCS, CPY) and db in written:
+                written[db][do:do + cnt] += 1
+            if read_by_sends and op == SEND and sb in sent:
+                sent[sb][so:so + cnt] = True
+    depended = {(st[6], st[7]) for _, _, _, steps in raw for st in steps if st[6] >= 0}
     tbs = []
-    for tb in mine.tbs:
-        steps, wake = [], False
-        for j in reversed(range(len(tb.steps))):  # wake: this step or a later one of the block enables work
-            st = tb.steps[j]
-            op = _OPCODES[st.type]
-            writes = op in (RECV, RCS, CPY)
-            hazard = writes and bool((counts[st.dstbuf][st.dstoff:st.dstoff + st.cnt] > 1).any())
-            wake = wake or op != RECV or (tb.id, j) in depended
-            steps.append(StepPlan(op, BUFFERS.get(st.srcbuf, -1), st.srcoff, BUFFERS.get(st.dstbuf, -1), st.dstoff,
-                                  st.cnt, st.depid, st.deps, hazard, wake))
-        tbs.append(ThreadBlockPlan(send=tb.send, recv=tb.recv, tag=tb.chan, steps=tuple(reversed(steps))))
-    return RankPlan("msccl", name, N, rank, C, mine.s_chunks,
-                    not _writes_own_shard(counts["o"] > 0, rank, C), MscclPlan(tuple(tbs)))
+    for t, (send, recv, tag, steps) in enumerate(raw):
+        out, wake = [], False
+        for j in reversed(range(len(steps))):  # wake: this step or a later one of the block enables work
+            op, sb, so, db, do, cnt, depid, deps, *peer_tag = steps[j]
+            hazard = op in (RECV, RCS, CPY) and db in written and bool(
+                (written[db][do:do + cnt] > 1).any() or sent[db][do:do + cnt].any())
+            wake = wake or op != RECV or (t, j) in depended
+            out.append(StepPlan(op, sb, so, db, do, cnt, depid, deps, hazard, wake, *(peer_tag or (-1, -1))))
+        tbs.append(ThreadBlockPlan(send=send, recv=recv, tag=tag, steps=tuple(reversed(out))))
+    return tuple(tbs), written
+
+
+# ----------------------------------------------------------------- MSCCL++
+
+
+def plan_mscclpp(prog, size: int) -> list[RankPlan]:
+    """Every rank's plan for an MSCCL++ execution plan, as thread blocks for :func:`run_msccl`.
+
+    Each MSCCL++ threadblock becomes one thread block whose steps name their own peer and tag.
+    A ``put`` is a send to the rank that owns the destination buffer, which receives it in a
+    thread block of its own (one per sending threadblock, receiving its puts in order); a
+    ``signal`` is an empty message, and the ``wait`` that takes it receives it and then waits
+    for the receiving block to hold every put the signalling threadblock made to this rank
+    before the signal (on the GPU the data is there once the signal is); ``copy`` is a local
+    copy; ``sem_acquire`` depends on the matching ``sem_release`` (the k-th acquire of a
+    semaphore on the k-th release beyond its initial value), ``barrier`` on every other
+    participant's arrival; a ``pipeline`` runs its inner operations once; ``nop`` and ``flush``
+    vanish.  Every message from rank a to rank b has its own tag, so arrival order never
+    matters.  The plan must obey :mod:`a2a_compiler.formats.mscclpp_rules`; what the MPI
+    emulation cannot order statically (a channel signalled or waited on by several
+    threadblocks, a semaphore released by several, ``get``) raises :class:`FormatError`.
+    """
+    from a2a_compiler.formats.mscclpp import resolve
+    from a2a_compiler.formats.mscclpp_rules import check_rules
+
+    _check_nranks(prog.nranks, size)
+    findings = check_rules(prog)
+    if findings.errors:
+        more = f" (and {len(findings.errors) - 1} more; run 'a2a verify')" if len(findings.errors) > 1 else ""
+        raise FormatError(f"MSCCL++ plan {prog.name!r}: {findings.errors[0]}{more}")
+    res = resolve(prog)
+    N, C = prog.nranks, prog.chunks_per_shard
+    tags: dict = defaultdict(int)              # (a, b) -> next tag of a message a -> b
+    receiver: dict = defaultdict(list)         # (b, (a, tb)) -> RECV steps of that threadblock's puts to b
+    signals: dict = defaultdict(list)          # (pair, from rank) -> [(tag, sender tb, puts to the peer before it)]
+    owner: dict = {}                           # (what, key, rank) -> the one tb doing it
+    raw: dict = {}                             # (rank, tb) -> steps, with placeholders
+
+    def tag(a, b):
+        t = tags[(a, b)]
+        tags[(a, b)] = t + 1
+        if t >= TAG_LIMIT:
+            raise FormatError(f"more than {TAG_LIMIT} messages from rank {a} to rank {b}")
+        return t
+
+    def one(what, key, rank, tb):
+        if owner.setdefault((what, key, rank), tb) != tb:
+            raise FormatError(f"rank {rank}: {what}s on {key} come from threadblocks {owner[(what, key, rank)]} and "
+                              f"{tb}; the MPI runtime needs one threadblock per channel or semaphore to order them")
+
+    for g in prog.gpus:
+        r = g.id
+        for tb in g.threadblocks:
+            steps = raw[(r, tb.id)] = []
+            for op in (o for top in tb.ops for o in (top.ops if top.name == "pipeline" else (top,))):
+                kind = op.channel_type
+                chans = [res[r].channels[tb.id][kind][i] for i in op.channel_ids or ()]
+                if op.name in ("put", "pws", "pwsf"):
+                    for s, d in zip(op.src, op.dst):
+                        peer, buf = res[r].remote[tb.id][kind][d.buffer_id]
+                        t = tag(r, peer)
+                        steps.append((SEND, BUFFERS[s.type], s.index, -1, 0, s.size, -1, -1, peer, t))
+                        receiver[(peer, (r, tb.id))].append((RECV, -1, 0, BUFFERS[buf], d.index, d.size, -1, -1, r, t))
+                if op.name in ("signal", "rlxsignal", "pws", "pwsf"):
+                    for ch in chans:
+                        one("signal", ch.pair, r, tb.id)
+                        t = tag(r, ch.peer)
+                        steps.append((SEND, BUF_I, 0, -1, 0, 0, -1, -1, ch.peer, t))
+                        signals[(ch.pair, r)].append((t, tb.id, len(receiver[(ch.peer, (r, tb.id))])))
+                elif op.name in ("wait", "rlxwait"):
+                    for ch in chans:
+                        one("wait", ch.pair, r, tb.id)
+                        steps.append(("wait", ch.pair, ch.peer))
+                elif op.name == "copy":
+                    steps += [(CPY, BUFFERS[s.type], s.index, BUFFERS[d.type], d.index, s.size, -1, -1)
+                              for s, d in zip(op.src, op.dst)]
+                elif op.name == "sem_release":
+                    for sem in op.semaphore_ids:
+                        one("release", f"semaphore {sem}", r, tb.id)
+                        steps.append(("release", sem))
+                elif op.name == "sem_acquire":
+                    steps += [("acquire", sem) for sem in op.semaphore_ids]
+                elif op.name == "barrier":
+                    steps.append(("barrier", op.barrier_id))
+                elif op.name == "get":
+                    raise FormatError(f"rank {r} tb {tb.id}: 'get' is not supported by the MPI runtime")
+    plans = []
+    taken: dict = defaultdict(int)
+    for g in prog.gpus:
+        r = g.id
+        blocks = [raw[(r, tb.id)] for tb in sorted(g.threadblocks, key=lambda x: x.id)]
+        feeders = sorted(e for (b, e) in receiver if b == r)
+        block_of = {e: len(blocks) + k for k, e in enumerate(feeders)}
+        blocks += [receiver[(r, e)] for e in feeders]
+        late = []                                  # signals nobody waits for are still received
+        for t, steps in enumerate(blocks):
+            out = []
+            for st in steps:
+                if st[0] != "wait":
+                    out.append(st)
+                    continue
+                _, pair, peer = st
+                k = taken[(pair, peer)]
+                taken[(pair, peer)] = k + 1
+                sent = signals.get((pair, peer), [])
+                if k >= len(sent):
+                    raise FormatError(f"rank {r} tb {t} waits for signal {k + 1} from rank {peer} on channel {pair}, "
+                                      f"which is never sent (run 'a2a verify')")
+                sig_tag, tb_from, puts = sent[k]
+                out.append((RECV, -1, 0, BUF_S, 0, 0, -1, -1, peer, sig_tag))
+                if puts:
+                    out.append((NOP, -1, 0, -1, 0, 0, block_of[(peer, tb_from)], puts - 1))
+            steps[:] = out
+        for (pair, a), sent in sorted(signals.items()):
+            if r in pair[1:3] and a != r:
+                late += [(RECV, -1, 0, BUF_S, 0, 0, -1, -1, a, sig_tag) for sig_tag, _, _ in sent[taken[(pair, a)]:]]
+        if late:
+            blocks.append(late)
+        _resolve_sync(r, blocks, g.semaphores)
+        sizes = {BUF_I: N * C, BUF_O: N * C, BUF_S: g.scratch_chunks}
+        tbs, written = _thread_blocks([(-1, -1, 0, steps) for steps in blocks], sizes, read_by_sends=True)
+        own = written[BUF_I if prog.inplace else BUF_O] > 0
+        plans.append(RankPlan("mscclpp", prog.name, N, r, C, g.scratch_chunks,
+                              not prog.inplace and not _writes_own_shard(own, r, C), MscclPlan(tbs),
+                              inplace=prog.inplace))
+    return plans
+
+
+def _resolve_sync(rank: int, blocks: list[list], semaphores) -> None:
+    """Replace the ``("release", sem)``, ``("acquire", sem)`` and ``("barrier", id)`` placeholders of
+    ``blocks`` by NOP steps and dependencies (in place): the k-th acquire of a semaphore depends on
+    its k-th release beyond the initial value; a barrier is an arrival NOP followed by one NOP per
+    other participant, depending on that participant's arrival at the same (k-th) barrier."""
+    users: dict = defaultdict(list)
+    for t, steps in enumerate(blocks):
+        if any(st[0] == "barrier" for st in steps):
+            for b in sorted({st[1] for st in steps if st[0] == "barrier"}):
+                users[b].append(t)
+    releases: dict = defaultdict(list)   # sem -> (tb, step) of each release, in order
+    arrivals: dict = {}                  # (barrier, tb, k) -> step of the arrival
+    expanded = []
+    for t, steps in enumerate(blocks):
+        out, seen = [], defaultdict(int)
+        for st in steps:
+            if st[0] == "release":
+                releases[st[1]].append((t, len(out)))
+                out.append((NOP, -1, 0, -1, 0, 0, -1, -1))
+            elif st[0] == "barrier":
+                k = seen[st[1]]
+                seen[st[1]] += 1
+                arrivals[(st[1], t, k)] = len(out)
+                out.append((NOP, -1, 0, -1, 0, 0, -1, -1))
+                out += [("after", st[1], u, k) for u in users[st[1]] if u != t]
+            else:
+                out.append(st)
+        expanded.append(out)
+    acquired: dict = defaultdict(int)
+    for t, out in enumerate(expanded):
+        for j, st in enumerate(out):
+            if st[0] == "acquire":
+                k = acquired[st[1]] - semaphores[st[1]]
+                acquired[st[1]] += 1
+                if k >= len(releases[st[1]]):
+                    raise FormatError(f"rank {rank}: semaphore {st[1]} is acquired more often than released")
+                out[j] = (NOP, -1, 0, -1, 0, 0, *(releases[st[1]][k] if k >= 0 else (-1, -1)))
+            elif st[0] == "after":
+                _, b, u, k = st
+                if (b, u, k) not in arrivals:
+                    raise FormatError(f"rank {rank}: barrier {b} is reached {k + 1} times by one threadblock "
+                                      f"but fewer by another")
+                out[j] = (NOP, -1, 0, -1, 0, 0, u, arrivals[(b, u, k)])
+        blocks[t][:] = out
 
 
 # ------------------------------------------------------------------ oneCCL
@@ -265,9 +475,11 @@ def plan_oneccl(prog, size: int) -> list[RankPlan]:
         raise FormatError(f"oneCCL program {prog.name!r}: expected <rank> ids 0..{N - 1}")
     sends: dict = defaultdict(list)
     recvs: dict = defaultdict(list)
+    T = prog.counts()          # chunks per pair: C everywhere, or an all-to-allv layout (docs/formats.md)
     for r in prog.ranks:
-        if r.i_chunks != N * C or r.o_chunks != N * C:
-            raise FormatError(f"rank {r.id}: i_chunks/o_chunks must equal nranks*chunks_per_shard={N * C}")
+        if r.i_chunks != T[r.id].sum() or r.o_chunks != T[:, r.id].sum():
+            raise FormatError(f"rank {r.id}: i_chunks/o_chunks must equal the chunks it sends and receives, "
+                              f"{T[r.id].sum()} and {T[:, r.id].sum()}")
         if len(r.steps) != prog.nsteps:
             raise FormatError(f"rank {r.id}: lists {len(r.steps)} steps, nsteps={prog.nsteps}")
         sizes = {"i": r.i_chunks, "o": r.o_chunks, "s": r.s_chunks}
@@ -289,12 +501,13 @@ def plan_oneccl(prog, size: int) -> list[RankPlan]:
                 elif op.kind != "copy":
                     raise FormatError(f"{w}: unknown operation (expected send, recv, copy)")
     _match_sequences(sends, recvs, "oneCCL step")
-    return [_oneccl_rank(prog.name, N, C, r) for r in prog.ranks]
+    own = np.cumsum(T, axis=0)[np.arange(N), np.arange(N)] - np.diag(T)   # where each rank's own block lands
+    return [_oneccl_rank(prog.name, N, C, r, int(own[r.id]), int(T[r.id, r.id])) for r in prog.ranks]
 
 
-def _oneccl_rank(name: str, N: int, C: int, mine) -> RankPlan:
+def _oneccl_rank(name: str, N: int, C: int, mine, own: int, own_chunks: int) -> RankPlan:
     rank = mine.id
-    written = np.zeros(N * C, dtype=bool)
+    written = np.zeros(mine.o_chunks, dtype=bool)
     steps = []
     for t, ops in enumerate(mine.steps):
         tag = t % TAG_LIMIT
@@ -307,7 +520,7 @@ def _oneccl_rank(name: str, N: int, C: int, mine) -> RankPlan:
                 written[o.dstoff:o.dstoff + o.cnt] = True
         steps.append(OnecclStepPlan(copies, snd, rcv))
     return RankPlan("oneccl", name, N, rank, C, mine.s_chunks,
-                    not _writes_own_shard(written, rank, C), OnecclPlan(tuple(steps)))
+                    not written[own:own + own_chunks].all(), OnecclPlan(tuple(steps)))
 
 
 # ------------------------------------------------------------- MPI paths
@@ -315,6 +528,8 @@ def _oneccl_rank(name: str, N: int, C: int, mine) -> RankPlan:
 
 def plan_paths(prog, size: int, route_mode: str = "relay") -> list[RankPlan]:
     """Every rank's plan for an MPI path schedule (Basu et al. §4, path-based schedules).
+
+    Every message of a send (its hops too) belongs to the send's time step.
 
     ``direct``: each run of consecutive chunks of a ``send`` goes end to end
     with tag ``route_id``, for a transport that steers tags onto routes.
@@ -332,6 +547,8 @@ def plan_paths(prog, size: int, route_mode: str = "relay") -> list[RankPlan]:
         raise FormatError(f"MPI path chunks_per_shard={C} must be >= 1")
     sends: list[list[Message]] = [[] for _ in range(N)]
     recvs: list[list[Forward]] = [[] for _ in range(N)]
+    send_steps: list[list[int]] = [[] for _ in range(N)]
+    recv_steps: list[list[int]] = [[] for _ in range(N)]
     written = np.zeros((N, N * C), dtype=bool)
     hop_tags: dict = defaultdict(int)
     scratch = [0] * N
@@ -353,9 +570,12 @@ def plan_paths(prog, size: int, route_mode: str = "relay") -> list[RankPlan]:
         for k0, cnt in chunk_runs(ps.chunks):
             final = ps.src * C + k0
             written[ps.dst, final:final + cnt] = True
+            shard = (ps.src, ps.dst, k0)
             if route_mode == "direct":
-                sends[ps.src].append(Message(ps.dst, ps.route_id, BUF_I, ps.dst * C + k0, cnt))
-                recvs[ps.dst].append(Forward(Message(ps.src, ps.route_id, BUF_O, final, cnt), None))
+                sends[ps.src].append(Message(ps.dst, ps.route_id, BUF_I, ps.dst * C + k0, cnt, shard))
+                recvs[ps.dst].append(Forward(Message(ps.src, ps.route_id, BUF_O, final, cnt, shard), None))
+                send_steps[ps.src].append(ps.step)
+                recv_steps[ps.dst].append(ps.step)
                 continue
             prev = None  # (sender, tag) of the hop message arriving at a
             for a, b in zip(hops, hops[1:]):
@@ -364,15 +584,20 @@ def plan_paths(prog, size: int, route_mode: str = "relay") -> list[RankPlan]:
                 if tag >= TAG_LIMIT:
                     raise FormatError(f"more than {TAG_LIMIT} relayed messages from rank {a} to rank {b}")
                 if prev is None:
-                    sends[a].append(Message(b, tag, BUF_I, ps.dst * C + k0, cnt))
+                    sends[a].append(Message(b, tag, BUF_I, ps.dst * C + k0, cnt, shard))
+                    send_steps[a].append(ps.step)
                 else:  # a relays: it receives the run into scratch, then forwards it to b
-                    recvs[a].append(Forward(Message(prev[0], prev[1], BUF_S, scratch[a], cnt),
-                                            Message(b, tag, BUF_S, scratch[a], cnt)))
+                    recvs[a].append(Forward(Message(prev[0], prev[1], BUF_S, scratch[a], cnt, shard),
+                                            Message(b, tag, BUF_S, scratch[a], cnt, shard)))
+                    recv_steps[a].append(ps.step)
                     scratch[a] += cnt
                 prev = (a, tag)
-            recvs[ps.dst].append(Forward(Message(prev[0], prev[1], BUF_O, final, cnt), None))
+            recvs[ps.dst].append(Forward(Message(prev[0], prev[1], BUF_O, final, cnt, shard), None))
+            recv_steps[ps.dst].append(ps.step)
+    S = prog.nsteps
     return [RankPlan("mpi", prog.name, N, r, C, scratch[r], not _writes_own_shard(written[r], r, C),
-                     PathPlan(tuple(sends[r]), tuple(recvs[r])), route_mode) for r in range(N)]
+                     PathPlan(tuple(sends[r]), tuple(recvs[r]), tuple(send_steps[r]) if S > 1 else (),
+                              tuple(recv_steps[r]) if S > 1 else (), S), route_mode) for r in range(N)]
 
 
 # -------------------------------------------------------------- dispatch
@@ -387,10 +612,12 @@ def load_schedule(path) -> tuple[str, object]:
 
 def build_plans(program, size: int, route_mode: str = "relay") -> list[RankPlan]:
     """Every rank's plan; dispatch on the program type (see :mod:`a2a_compiler.formats`)."""
-    from a2a_compiler.formats import MpiPathProgram, MscclProgram, OnecclProgram
+    from a2a_compiler.formats import MpiPathProgram, MscclppProgram, MscclProgram, OnecclProgram
 
     if isinstance(program, MscclProgram):
         plans = plan_msccl(program, size)
+    elif isinstance(program, MscclppProgram):
+        plans = plan_mscclpp(program, size)
     elif isinstance(program, OnecclProgram):
         plans = plan_oneccl(program, size)
     elif isinstance(program, MpiPathProgram):

@@ -119,10 +119,10 @@ class SteeredRoutes:
     def run(self, plan, bufs) -> None:
         """Move every run of a direct-mode path plan (:class:`runtimes.mpi.plan.PathPlan`) over its route."""
         queues: dict = {}
-        for m in plan.sends:
-            queues.setdefault(self.send_conn[(m.peer, m.tag)], deque()).append(_view(bufs, m))
-        for f in plan.recvs:
-            queues.setdefault(self.recv_conn[(f.recv.peer, f.recv.tag)], deque()).append(_view(bufs, f.recv))
+        for conn, m in [(self.send_conn[(m.peer, m.tag)], m) for m in plan.sends] + \
+                [(self.recv_conn[(f.recv.peer, f.recv.tag)], f.recv) for f in plan.recvs]:
+            if m.cnt:  # an all-to-allv run may be empty; both ends skip it
+                queues.setdefault(conn, deque()).append(_view(bufs, m))
         sending = set(self.send_conn.values())
         with selectors.DefaultSelector() as sel:
             for s in queues:

@@ -10,7 +10,7 @@ process hard a few seconds later).
 It also watches the ranks on its own machine (same kernel and PID namespace)
 through pidfds: when one of them dies (SIGKILL, the OOM killer), the lowest
 surviving rank there prints one line naming it, and the local survivors end
-(status :data:`Watchdog.DIED_EXIT_CODE`).  Launchers that end the job first
+(status :data:`Watchdog.DIED_EXIT_CODE`), the speaker last.  Launchers that end the job first
 (Open MPI sends SIGTERM) get the same line from :meth:`Watchdog.end_if_peer_died`.
 """
 
@@ -103,9 +103,20 @@ class Watchdog:
             print(f"{self.prog}: rank {rank} (pid {pid} on {name}) died; ending the job", file=sys.stderr,
                   flush=True)
         sys.stdout.flush()
-        # The others outlive the speaker, so that it never takes their exit for another death.
-        time.sleep(0.1 if speaker else 2.0)
+        # The speaker outlives the others (bounded), so that none of them takes its exit for another death
+        # and speaks too.
+        if speaker:
+            self._wait_all_ended(self.GRACE)
+        else:
+            time.sleep(2.0)
         os._exit(self.DIED_EXIT_CODE if status is None else status)
+
+    def _wait_all_ended(self, timeout: float) -> None:
+        """Wait until every watched rank on this machine has ended, at most ``timeout`` seconds."""
+        end = time.monotonic() + timeout
+        left = {fd for _, _, fd in self._peers.values()}
+        while left and (rest := end - time.monotonic()) > 0:
+            left -= set(select.select(list(left), [], [], rest)[0])
 
     def _alive(self, rank: int) -> bool:
         return not select.select([self._peers[rank][2]], [], [], 0)[0]

@@ -158,5 +158,6 @@ def create(layout: Layout, ns: Handles, progress=None) -> None:
         shape(ns[a], layout.link_if(v), layout.link_rate(u, v))
         shape(ns[b], layout.link_if(u), layout.link_rate(v, u))
     if progress:
+        rates = sorted({layout.link_rate(u, v) * 8 / 1e6 for u, v in layout.cables})
         progress(f"{t.n_hosts} host-NIC links, {len(layout.cables)} cables shaped to "
-                 f"{fab.link_bw * 8 / 1e6:g} Mbit/s")
+                 f"{' or '.join(f'{r:g}' for r in rates)} Mbit/s")

@@ -1,6 +1,7 @@
 """The program every rank runs in a bench: ``python -m runtimes.testbed.rank JOB.json OUT.json``.
 
-For each item of the job (a schedule, or native ``MPI_Alltoall``) and each
+For each item of the job (a schedule, or native ``MPI_Alltoall``; with the
+job's demand matrix, ``Alltoallv`` and native ``MPI_Alltoallv``) and each
 shard size: warm-up and timed iterations as in ``a2a run`` (barrier, time the
 call, the iteration's time is the slowest rank's), the received bytes
 checked after the first and the last iteration, and around the timed
@@ -80,30 +81,35 @@ def _raise(error: str | None) -> None:
 
 
 def _run_item(comm, item, job, counters, watchdog) -> list[dict]:
-    import numpy as np
-
-    from runtimes.mpi.cli import _timed
+    from runtimes.mpi.alltoallv import Alltoallv
+    from runtimes.mpi.cli import _timed, workload
     from runtimes.mpi.executor import Alltoall
-    from runtimes.mpi.pattern import fill
 
-    if item["kind"] == "native":
-        call, a2a = comm.Alltoall, None
-    else:
-        steering = item.get("steering")
-        steering = None if steering is None else {tuple(r[:3]): tuple(r[3:]) for r in steering}
-        a2a = call = Alltoall(item["file"], comm, route_mode=item["route_mode"], steering=steering)
-    N, rank = comm.size, comm.rank
+    if item["kind"] == "jobs":
+        return _run_jobs(comm, item, job, counters, watchdog)
+    demand = job.get("demand")
+    if demand is not None:
+        from a2a_compiler.demand import Demand
+
+        demand = Demand.from_volumes(demand, "bench demand")
+    a2a = None
+    if item["kind"] != "native":
+        steering = _steering(item.get("steering"))
+        if demand is None:
+            a2a = Alltoall(item["file"], comm, route_mode=item["route_mode"], steering=steering)
+        else:
+            a2a = Alltoallv(item["file"], comm, route_mode=item["route_mode"], steering=steering, demand=demand)
+    rank = comm.rank
     out = []
     if job.get("fft"):
-        res = _fft_item(comm, item, job, counters, watchdog, call, a2a)
+        res = _fft_item(comm, item, job, counters, watchdog, a2a or comm.Alltoall, a2a)
         return [res] if res else []
     for m in job["sizes"]:
-        send = np.empty(N * m, np.uint8)
-        recv = np.empty(N * m, np.uint8)
-        fill(send, rank, N)
+        w = workload(comm, a2a, m, demand)
         start = {}
-        times, error = _timed(comm, call, send, recv, job["warmup"], job["iters"], "first-last", watchdog,
-                              lambda: start.update(_snapshot(comm, counters)))
+        times, error = _timed(comm, w.ours if a2a is not None else w.native, w.send, w.recv, job["warmup"],
+                              job["iters"], "first-last", watchdog, lambda: start.update(_snapshot(comm, counters)),
+                              w.recv_counts)
         measured = _measured(comm, counters, start)
         errors = [e for e in comm.gather(error) or () if e]
         if rank == 0:
@@ -111,6 +117,55 @@ def _run_item(comm, item, job, counters, watchdog) -> list[dict]:
                         "error": errors[0] if errors else None, **measured})
     if a2a is not None:
         a2a.free()
+    return out
+
+
+def _steering(entry):
+    return None if entry is None else {tuple(r[:3]): tuple(r[3:]) for r in entry}
+
+
+def _run_jobs(comm, item, job, counters, watchdog) -> list[dict]:
+    """Several jobs at once (:mod:`.jobs`): each on its own communicator (split by job), every iteration
+    started together by a barrier on ``comm``; per job and size, the slowest of its ranks' times."""
+    from mpi4py import MPI
+
+    from runtimes.mpi.cli import _timed, workload
+    from runtimes.mpi.executor import Alltoall, agree
+
+    jobs = item["jobs"]
+    mine = next((i for i, j in enumerate(jobs) if comm.rank in j["hosts"]), None)
+    sub = comm.Split(MPI.UNDEFINED if mine is None else mine, comm.rank)
+    me = jobs[mine] if mine is not None else None
+    a2a = agree(comm, lambda: None if me is None else
+                Alltoall(me["file"], sub, route_mode=me["route_mode"], steering=_steering(me["steering"])))
+    out = []
+    for m in job["sizes"]:
+        start = {}
+        snap = lambda: start.update(_snapshot(comm, counters))  # noqa: E731
+        if me is None:                       # a host in no job: keep the world's barriers in step
+            total = job["warmup"] + job["iters"]
+            for it in range(total):
+                if it == job["warmup"]:
+                    snap()
+                comm.Barrier()
+                watchdog.kick()
+            times, error = None, None
+        else:
+            w = workload(sub, a2a, m)
+            times, error = _timed(sub, w.ours, w.send, w.recv, job["warmup"], job["iters"], "first-last", watchdog,
+                                  snap, start=comm)
+        measured = _measured(comm, counters, start)
+        report = comm.gather((mine, None if times is None or sub.rank else times.tolist(), error))
+        if comm.rank == 0:
+            for i, j in enumerate(jobs):
+                errors = [e for k, _, e in report if k == i and e]
+                times_i = next(t for k, t, _ in report if k == i and t is not None)
+                out.append({"label": item["label"], "job": j["label"], "kind": "job", "size_bytes": m,
+                            "times_s": times_i, "error": errors[0] if errors else None, **measured})
+    if a2a is not None:
+        a2a.free()
+    if sub != MPI.COMM_NULL:
+        sub.Free()
     return out
 
 

@@ -2,7 +2,8 @@
 
 * ``zahavi-table1``: Zahavi et al. 2009 Table I — shift all-to-all congestion
   (worst and average over the N-1 stages) of ftree and OpenSM MinHop on every
-  row the topology specs express.
+  row the topology specs express, counted per cable (a port of a group of
+  parallel cables), as the routes pin them.
 * ``fatpaths-table4``: Besta et al. 2020 Table IV — CDP and PI of each
   topology family at distance d' (fractions of k'), at sizes this machine
   handles, beside the disjoint paths and interference of the routes that
@@ -27,12 +28,8 @@ from pathlib import Path
 import numpy as np
 
 from a2a_compiler.fabric import Fabric, parse_bandwidth
-from a2a_compiler.routes import route
+from a2a_compiler.routes import route, route_tables
 from a2a_compiler.routes.diversity import topology_diversity
-from a2a_compiler.routes.ftree import extract_tree, ftree_tables
-from a2a_compiler.routes.lft import all_pairs, hop_links, trace
-from a2a_compiler.routes.minhop import minhop_tables
-from a2a_compiler.routes.patterns import shift_congestion
 from a2a_compiler.routes.routers import router_view
 from a2a_compiler.routes.schedule import route_schedule
 from a2a_compiler.topology.spec import from_spec
@@ -90,10 +87,9 @@ def _log(msg: str) -> None:
 
 
 # ------------------------------------------------------------------ Table I
-def _congestion(spec: str, tables) -> tuple[float, float]:
-    t = from_spec(spec)
-    src, dst = all_pairs(t.n_hosts)
-    c = shift_congestion(t.n_hosts, t.capacity, src, dst, hop_links(t, trace(t, tables(t), src, dst)))
+def _congestion(spec: str, algo: str) -> tuple[float, float]:
+    """Worst and average shift-stage congestion of ``algo``'s tables, counted per cable (a port of a group)."""
+    c = route_tables(from_spec(spec), algo).measure().shift
     return c.worst, c.average
 
 
@@ -106,8 +102,8 @@ def zahavi_table1(out: Path, quick: bool) -> None:
             rows.append([i, desc, "", None, None, *paper_ft, None, None, *paper_mh, None, note])
             continue
         t0 = time.perf_counter()
-        ft = _congestion(spec, lambda t: ftree_tables(extract_tree(t)))
-        mh = _congestion(spec, minhop_tables)
+        ft = _congestion(spec, "ftree")
+        mh = _congestion(spec, "minhop")
         seconds = time.perf_counter() - t0
         _log(f"{spec}: ftree {ft[0]:g}/{ft[1]:.3g}, minhop {mh[0]:g}/{mh[1]:.3g} ({seconds:.1f} s)")
         rows.append([i, desc, spec, *ft, *paper_ft, *mh, *paper_mh, seconds, note])
