@@ -113,7 +113,7 @@ class CompileResult:
         return {
             "valid": self.report.valid,
             "format": self.format,
-            "spec": s.spec,
+            "spec": s.info.get("switched", s.spec),     # a switched topology's programs: the physical spec
             "method": s.method,
             "fabric": s.fabric.to_json_dict(),
             "ranks": s.n_ranks,

@@ -33,7 +33,7 @@ def _applies(value, allowed) -> bool:
 
 def _why(gov: str, allowed) -> str:
     return f"only with {gov}" if allowed == GIVEN else f"not with {gov}" if allowed == ABSENT else \
-        f"only to {gov} {' / '.join(allowed)}"
+        f"{gov} {' / '.join(allowed)}"
 
 
 def refuse_inapplicable(values: dict, rules: Rules, flags: dict[str, str] | None = None,
@@ -53,12 +53,17 @@ def refuse_inapplicable(values: dict, rules: Rules, flags: dict[str, str] | None
     if not bad:
         return
     which = ", ".join(name[d] for d, _, _ in bad)
+
+    def context(gov, allowed):   # the situation the options were given in
+        return f"without {name[gov]}" if allowed == GIVEN else f"with {name[gov]}" if allowed == ABSENT else \
+            f"to {name[gov]} {gov_value(gov)}"
     if len(bad) == 1:
         (_, gov, allowed), = bad
-        if allowed in (GIVEN, ABSENT):
-            raise A2AError(f"{which} applies {_why(name[gov], allowed)}")
-        raise A2AError(f"{which} does not apply to {name[gov]} {gov_value(gov)} ({_why(name[gov], allowed)})")
-    govs = dict.fromkeys(name[gov] if allowed in (GIVEN, ABSENT) else f"{name[gov]} {gov_value(gov)}"
-                         for _, gov, allowed in bad)
+        if allowed == GIVEN:
+            raise A2AError(f"{which} applies only with {name[gov]}")
+        if allowed == ABSENT:
+            raise A2AError(f"{which} does not apply with {name[gov]}")
+        raise A2AError(f"{which} does not apply {context(gov, allowed)} (only to {_why(name[gov], allowed)})")
+    govs = dict.fromkeys(context(gov, allowed) for _, gov, allowed in bad)
     why = "; ".join(f"{name[d]}: {_why(name[gov], allowed)}" for d, gov, allowed in bad)
-    raise A2AError(f"{which} do not apply to {' and '.join(govs)} ({why})")
+    raise A2AError(f"{which} do not apply {' and '.join(govs)} ({why})")

@@ -152,7 +152,7 @@ def test_solve_with_demand_equals_an_independent_lp(spec, capsys, tmp_path):
     assert s["concurrent_flow"] == pytest.approx(want, rel=1e-6)
     assert s["demand"]["sha256"] == demand.sha256 and s["demand"]["source"] == "D.csv"
     uniform = solve(topo, Fabric(), "mcf-decomp")
-    assert s["uniform_reused"]["a2a_time"] == pytest.approx(uniform.time_under(topo, demand), rel=1e-9)
+    assert s["uniform_reused"]["flow_time"] == pytest.approx(uniform.time_under(topo, demand), rel=1e-9)
     assert s["uniform_reused"]["slowdown"] >= 1 - 1e-9
 
 

@@ -174,7 +174,7 @@ def test_cli_lft_and_file_engine(tmp_path, capsys):
     assert s["opensm"] == {"lft": str(dump), "lmc": 0, "options": f"-R file -U {dump}", "sl_file": None}
     assert main(["routes", "fattree:4,3,merge=2", "--algo", "file", "--lft-in", str(dump), "--json", "-q"]) == 0
     back = json.loads(capsys.readouterr().out)
-    for key in ("alltoall_time", "congestion_worst", "congestion_avg", "deadlock_free"):
+    for key in ("predicted_time", "congestion_worst", "congestion_avg", "deadlock_free"):
         assert back[key] == s[key]
     bad, _ = _corrupt(dump.read_text(), 3, 99)
     dump.write_text(bad)
@@ -220,7 +220,7 @@ def test_table_engine_with_a_deadlock_scheme_and_a_file(tmp_path, capsys):
                  "-q"]) == 0
     s = json.loads(capsys.readouterr().out)
     assert s["deadlock_free"] and s["layers"] == 2 and s["deadlock"] == "dfsssp"
-    assert s["file_time"] == s["alltoall_time"] == plain["alltoall_time"] and s["chunks_per_shard"] == 1
+    assert s["file_time"] == s["predicted_time"] == plain["predicted_time"] and s["chunks_per_shard"] == 1
     assert main(["verify", str(out), "--topology", "slimfly:3", "--deadlock-free"]) == 0
     assert capsys.readouterr().out.rstrip().endswith("VALID")
 

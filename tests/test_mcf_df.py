@@ -166,7 +166,7 @@ def test_errors(capsys):
     with pytest.raises(A2AError, match="no route from host 0 to host 2 is monotone"):
         deadlock_free_mcf(t, None, blocked)
     assert main(["routes", "torus:4x4", "--algo", "sssp", "--orders", "mcf"]) == 2
-    assert "--orders applies to --algo mcf-df" in capsys.readouterr().err
+    assert "--orders does not apply to --algo sssp (only to --algo mcf-df)" in capsys.readouterr().err
     # refused before any solving: 3 x 4 layers x 1000 sources x (16000 moves + 2 x 4000 links) nonzeros
     assert main(["routes", "genkautz:1000,4", "--algo", "mcf-df", "--layers", "4", "-q"]) == 2
     assert "would have about 2.9e+08 nonzeros" in capsys.readouterr().err

@@ -69,12 +69,24 @@ def test_a2a_run_demand_is_byte_exact_for_the_schedule_and_native(compiled):
     assert out["demand"] == {"source": "D.csv", "ranks": 8, "sha256": ZIPF.sha256}
     F = solve(from_spec("hypercube:3"), demand=ZIPF).concurrent_flow
     assert out["mcf_flow"] == pytest.approx(F, rel=1e-6)                  # 1/F(D) recorded by compile
-    assert [r["bytes"] for r in out["results"]] == [1024, 65536]
+    assert [r["size_bytes"] for r in out["results"]] == [1024, 65536]
     for r in out["results"]:
         assert r["verified"] and r["native_verified"] and r["chunk_bytes"] is None
-        total = ZIPF.pair_bytes(r["bytes"]).sum()
+        total = ZIPF.pair_bytes(r["size_bytes"]).sum()
         assert r["algbw_GBps"] == pytest.approx(total / 8 / r["time_median_s"] / 1e9)
         assert r["native_algbw_GBps"] == pytest.approx(total / 8 / r["native_time_median_s"] / 1e9)
+
+
+def test_a2a_run_takes_the_recorded_demand(compiled):
+    """An all-to-allv file runs as the all-to-allv it was compiled for without --demand (the file records it)."""
+    p = mpirun(8, "-m", "a2a_compiler", "run", str(compiled / "moe.mpi.xml"), "-b", "4K", "-e", "4K", "-n", "1",
+               "-w", "0", "--check", "all", "--json", "--link-bw", "25Gbps", "--timeout", "60", timeout=120)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["demand"]["sha256"] == ZIPF.sha256 and out["demand"]["ranks"] == 8
+    assert out["mcf_flow"] == pytest.approx(solve(from_spec("hypercube:3"), demand=ZIPF).concurrent_flow, rel=1e-6)
+    (r,) = out["results"]
+    assert r["verified"] and r["native_verified"] and r["chunk_bytes"] is None
 
 
 def test_a2a_run_demand_under_a_permuted_rank_map(compiled, tmp_path):

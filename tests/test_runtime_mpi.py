@@ -210,8 +210,8 @@ def test_msccl_tools_output_runs_byte_exact(name):
 def test_rccl_shipped_files_run_byte_exact(name, chunks):
     """RCCL's own all-to-all files (tests/data/rccl/README.md): 999 bytes pad the C = 8 chunks."""
     out = run_json(8, DATA / "rccl" / f"{name}.xml", "-b", "1", "-e", "999", "-f", "999", "--check", "all")
-    assert (out["format"], out["nranks"], out["chunks_per_shard"]) == ("msccl", 8, chunks)
-    assert [(r["bytes"], r["verified"], r["error"]) for r in out["results"]] == [(1, True, None), (999, True, None)]
+    assert (out["format"], out["ranks"], out["chunks_per_shard"]) == ("msccl", 8, chunks)
+    assert [(r["size_bytes"], r["verified"], r["error"]) for r in out["results"]] == [(1, True, None), (999, True, None)]
 
 
 @pytest.mark.parametrize("name", ["alltoall-4", "alltoall_pipeline-4"])
@@ -219,7 +219,7 @@ def test_mscclpp_dsl_plans_run_byte_exact(name):
     """The MSCCL++ DSL's own plans (tests/data/mscclpp/README.md): in place, and with device semaphores."""
     out = run_json(4, DATA / "mscclpp" / f"{name}.json", "-b", "1", "-e", "999", "-f", "999", "--check", "all")
     assert out["format"] == "mscclpp"
-    assert [(r["bytes"], r["verified"], r["error"]) for r in out["results"]] == [(1, True, None), (999, True, None)]
+    assert [(r["size_bytes"], r["verified"], r["error"]) for r in out["results"]] == [(1, True, None), (999, True, None)]
 
 
 @pytest.mark.parametrize("spec, ranks", [("hypercube:3", 8)])  # torus:3x3x3 (27 ranks, 18 s): docs/results.md
@@ -228,8 +228,9 @@ def test_compiled_mscclpp_plans_run_byte_exact(tmp_path, spec, ranks):
 
     path = a2a_compiler.compile(spec, "mscclpp", max_chunks=3).write(tmp_path / "plan.json")
     out = run_json(ranks, path, "-b", "1", "-e", "999", "-f", "999", "--check", "all", "-n", "1")
-    assert (out["format"], out["nranks"]) == ("mscclpp", ranks)
-    assert [(r["bytes"], r["verified"], r["error"]) for r in out["results"]] == [(1, True, None), (999, True, None)]
+    assert (out["format"], out["ranks"]) == ("mscclpp", ranks)
+    assert out["link_bw_Bps"] is None and out["mcf_flow"] is None          # compiled without --link-bw
+    assert [(r["size_bytes"], r["verified"], r["error"]) for r in out["results"]] == [(1, True, None), (999, True, None)]
 
 
 def test_ctrl_c_during_a_run_is_one_line():

@@ -147,7 +147,17 @@ def test_solve_names_an_unknown_option():
      "a2a schedule: error: --steps does not apply to --method mcf-extp (only to --method tsmcf)"),
     (["routes", "hypercube:3", "--algo", "sssp", "--eps", "0.1", "--layers", "2"],
      "a2a routes: error: --eps, --layers do not apply to --algo sssp (--eps: --algo ilp-disjoint / ilp-shortest / "
-     "fptas; --layers: --algo fatpaths / sf-layers)"),
+     "fptas; --layers: --algo fatpaths / sf-layers / mcf-df)"),
+    (["solve", "hypercube:3", "--schedules", "jobs/"],
+     "a2a solve: error: --schedules applies only with --jobs"),
+    (["solve", "hypercube:3", "--jobs", "jobs.json", "--method", "mcf", "--save", "x.npz"],
+     "a2a solve: error: --method, --save do not apply with --jobs (--method: not with --jobs; --save: not with --jobs)"),
+    (["routes", "hypercube:3", "--algo", "mcf-extp", "--lft", "x.dump", "--mcf", "on"],
+     "a2a routes: error: --lft, --mcf do not apply to --algo mcf-extp (--lft: --algo sssp / dfsssp / dor / ftree / "
+     "minhop / sf-min / fatpaths / sf-layers / file; --mcf: --algo sssp / dfsssp / dor / ftree / minhop / sf-min / "
+     "fatpaths / sf-layers / file)"),
+    (["compile", "hypercube:3", "--emit", "mpi", "--method", "mcf-extp", "--target", "rccl", "-o", "-"],
+     "a2a compile: error: --target does not apply to --emit mpi (only to --emit msccl)"),
 ])
 def test_inapplicable_options_are_refused_in_one_line(capsys, argv, message):
     """issue #18: 'solve --method mcf --paths ksp:2 --steps 7 --base mcf --child lp' ignored every flag."""

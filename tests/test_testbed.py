@@ -314,7 +314,8 @@ def test_two_jobs_at_once_each_on_its_communicator(tmp_path):
     assert [(r["label"], r["job"]) for r in out["results"]] == [("A+B", "A"), ("A+B", "B")]
     for r in out["results"]:
         assert r["verified"] and r["routes_followed"] and r["error"] is None, r
-        assert r["algbw_Bps"] == pytest.approx(65536 / r["time_s"])
+        assert r["algbw_GBps"] == pytest.approx(65536 / r["time_median_s"] / 1e9) and r["item"] == "job"
+        assert r["file_throughput_bound_GBps"] is not None      # the file records the job's LP time
     # each job: 2 shards of 64 KiB, each half one way round and half the other (2 chunks of 32 KiB):
     # every directed link carries one chunk of each job per call, 2 timed calls
     assert set(out["results"][0]["predicted_link_bytes"].values()) == {2 * 32768 * 2}

@@ -118,6 +118,38 @@ def test_compile_msccl_oneccl_byte_identical_and_verified(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-msccl.xml", "a-oneccl.xml", "b-msccl.xml", "b-oneccl.xml"]
 
 
+BALANCED = "0,2,1,1\n1,0,2,1\n1,1,0,2\n2,1,1,0\n"   # rows and columns sum to 4: MSCCL can hold it
+
+
+@pytest.mark.parametrize("spec, emit, extra", [
+    ("nvswitch:2,4", "mscclpp", ["--link-bw", "400Gbps", "--nvlink-bw", "3.6Tbps", "--max-chunks", "2"]),
+    ("complete:4", "msccl", ["--demand", "D.csv"]),
+])
+def test_plans_nvlink_and_demands_are_recorded(tmp_path, capsys, monkeypatch, spec, emit, extra):
+    """MSCCL++ plans record their spec and fabric (NVLink bandwidth included, the physical spec of a switched
+    topology) in "a2a_record"; an MSCCL all-to-allv file its demand's volumes: verify needs no option."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "D.csv").write_text(BALANCED)
+    assert main(["compile", spec, "--emit", emit, *extra, "-o", "f", "-q", "--json"]) == 0
+    compiled = json.loads(capsys.readouterr().out)
+    assert main(["verify", "f", "--json"]) == 0
+    verified = json.loads(capsys.readouterr().out)
+    keys = ("spec", "fabric", "predicted_time", "lp_time", "mcf_time", "fidelity", "mcf_ratio")
+    assert {k: verified[k] for k in keys} == {k: compiled[k] for k in keys} and verified["overrides"] == []
+    assert verified["checks"]["topology"] == "pass" and verified["spec"] == spec
+    if emit == "mscclpp":
+        assert verified["fabric"]["nvlink_bw_Bps"] == 4.5e11 and verified["predicted_time"] == 4
+        assert main(["verify", "f", "--nvlink-bw", "400Gbps", "--json"]) == 0     # NVLink = NIC: slower
+        other = json.loads(capsys.readouterr().out)
+        assert other["predicted_time"] == 8 and other["fidelity"] is None and len(other["overrides"]) == 1
+    else:
+        assert compiled["demand"]["sha256"] == json.loads((tmp_path / "f").read_text().split("a2a-record ")[1]
+                                                           .split(" -->")[0])["demand"]["sha256"]
+        (tmp_path / "E.csv").write_text("0,1,2,1\n1,0,1,2\n2,1,0,1\n1,2,1,0\n")
+        assert main(["verify", "f", "--demand", "E.csv", "--json"]) == 1            # another balanced matrix
+        assert "compiled for another demand matrix" in " ".join(json.loads(capsys.readouterr().out)["errors"])
+
+
 def test_compile_from_ir(tmp_path, capsys):
     ir = tmp_path / "s.json"
     assert main(["schedule", "ring:4", "-o", str(ir), "-q"]) == 0

@@ -49,7 +49,7 @@ def run_case(spec: str, algo: str, timeout: float) -> dict:
     s = json.loads(out)
     return {"spec": spec, "algo": algo, "hosts": s["hosts"], "wall_s": wall,
             "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
-            "peak_gb": after.ru_maxrss / 2**20, "alltoall_time": s["alltoall_time"],
+            "peak_gb": after.ru_maxrss / 2**20, "alltoall_time": s["predicted_time"],
             "congestion_worst": s["congestion_worst"], "congestion_avg": s["congestion_avg"],
             "deadlock_free": s["deadlock_free"], "timings": s["timings"], "load_before": load,
             "load_after": os.getloadavg()[0]}

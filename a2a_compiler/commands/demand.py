@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import argparse
-
+from ..cli import command_parser
 from ..errors import A2AError
 from .common import nonnegative_int, positive_int, print_json
 
@@ -37,8 +36,8 @@ examples:
 
 def register(sub) -> None:
     """Add ``a2a demand`` to the subcommands."""
-    p = sub.add_parser("demand", help="make or inspect an all-to-allv demand matrix (MoE): zipf, router, show",
-                       description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = command_parser(sub, "demand", "make or inspect an all-to-allv demand matrix (MoE): zipf, router, show",
+                       DESCRIPTION, EPILOG)
     dsub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     z = dsub.add_parser("zipf", help="seeded Zipf-skewed expert popularity (token counts)")
     z.add_argument("ranks", type=positive_int, metavar="N", help="number of ranks")
@@ -58,7 +57,9 @@ def register(sub) -> None:
     s.add_argument("file", metavar="FILE", help="CSV or .npy demand matrix")
     s.add_argument("--chunks", type=positive_int, metavar="C",
                    help="also print the MSCCL chunk counts T for C chunks per peer (balanced matrices)")
-    s.add_argument("--json", action="store_true", help="print one JSON object")
+    s.add_argument("--json", action="store_true",
+                   help="print one JSON object (docs/json.md): source, ranks, sha256, max, min, zero_pairs, max_send, "
+                        "max_receive, receive_skew, send_skew, balanced, uniform, chunk_counts (with --chunks)")
     s.set_defaults(func=run_show)
 
 

@@ -41,7 +41,7 @@ class Record:
     ``method``: the solver or routing engine; ``fabric``; ``lp_time``: the certified optimum
     of the method's own LP (``None`` for a routing with no LP); ``mcf_time``: the certified
     link-MCF optimum of the fabric.  Times in link-times for unit shards.  ``demand``: an
-    all-to-allv's ``{source, ranks, sha256[, volumes]}`` (``Demand.to_json_dict``; the
+    all-to-allv's ``{ranks, sha256[, volumes]}`` (``Demand.to_json_dict`` without the source; the
     times are then the all-to-allv's), ``None`` for the plain all-to-all.  ``volumes``
     are recorded where the format has no place of its own for them (MSCCL XML); oneCCL-style
     and MPI path files keep them in ``<rank volumes=...>``.

@@ -22,7 +22,9 @@ def record_of(schedule, volumes: bool = False) -> Record:
     physical spec (its volumes too when ``volumes``: formats with no
     place of their own for them)."""
     d = schedule.demand
-    demand = None if d is None else {**d.to_json_dict(max_ranks=d.n if volumes else 0)}
+    demand = None  # what determines the file: the matrix up to scale (not the name it was read from)
+    if d is not None:
+        demand = {k: v for k, v in d.to_json_dict(max_ranks=d.n if volumes else 0).items() if k != "source"}
     spec = schedule.info.get("switched", schedule.spec)   # a switched topology's programs connect its hosts
     return Record(spec, schedule.method, schedule.fabric, schedule.lp_time, schedule.info.get("mcf_time"), demand)
 

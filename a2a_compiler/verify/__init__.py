@@ -326,8 +326,9 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
         if report.lp_time and report.fidelity is None and fabric == program.record.fabric:
             report.overrides.append(
                 f"the file records the LP time {report.lp_time:.6g}, above its predicted time "
-                f"{report.perf.predicted_time:.6g} on the recorded fabric: a certified LP optimum cannot exceed "
-                f"it, so the record is wrong; no fidelity")
+                f"{report.perf.predicted_time:.6g} on the recorded fabric: a certified LP optimum of this file "
+                f"alone cannot exceed it, so the LP was solved under other conditions (a job's time beside other "
+                f"jobs, 'a2a solve --jobs') or the record is wrong; no fidelity")
     if topology is not None and lp and not report.errors["topology"]:
         from ..solve import solve
 

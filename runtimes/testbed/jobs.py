@@ -67,7 +67,7 @@ def prepare_set(files: list[Path], topology: Topology, fabric: Fabric, jobs: Job
         sends = tuple(PathSend(old[s.src], old[s.dst], s.route_id, s.layer, tuple(old[v] for v in s.nodes),
                                s.chunks, s.vcs, s.step) for s in program.sends)
         view = MpiPathProgram(program.name, topology.n_hosts, topology.n_nodes, program.chunks_per_shard, sends,
-                              program.lp_time, nsteps=program.nsteps)
+                              program.record, nsteps=program.nsteps)
         out.append(JobRun(job, path, program, view))
     return out
 

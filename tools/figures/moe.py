@@ -130,12 +130,12 @@ def moe(out_dir: Path, quick: bool) -> None:
                        iters=iters, warmup=1, demand=demand)
         for w in result.warnings + result.failed:
             _log(f"warning: {w}")
-        native = {r["size_bytes"]: r["algbw_Bps"] for r in result.results if r["kind"] == "native"}
+        native = {r["size_bytes"]: r["algbw_GBps"] for r in result.results if r["item"] == "native"}
         for r, label in zip(result.results, LABELS):
             bl = r["busiest_link"]
-            rows.append([alpha, SEEDS[0], label, r["size_bytes"], r["time_s"], r["algbw_Bps"] / 1e6,
-                         r["predicted_Bps"] / 1e6, r["bound_Bps"] / 1e6, r["bound_fraction"],
-                         r["algbw_Bps"] / native[r["size_bytes"]], r["verified"], r["routes_followed"],
+            rows.append([alpha, SEEDS[0], label, r["size_bytes"], r["time_median_s"], r["algbw_GBps"] * 1e3,
+                         r["predicted_algbw_GBps"] * 1e3, r["throughput_bound_GBps"] * 1e3, r["bound_fraction"],
+                         r["algbw_GBps"] / native[r["size_bytes"]], r["verified"], r["routes_followed"],
                          bl["measured"] / max(bl["predicted"], 1), r["cpu"]["busy_fraction"]])
     write_csv(out_dir / "moe.csv", BENCH_CSV, rows)
     fig, axes = figure(ncols=2, width=4.2, height=3.3)

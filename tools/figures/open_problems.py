@@ -104,8 +104,8 @@ def _accept_row(spec: str, K: int, out_dir: Path) -> list:
         v = subprocess.run([sys.executable, "-m", "a2a_compiler", "verify", str(path), "--topology", spec,
                             "--deadlock-free", "--json"], cwd=REPO, capture_output=True, text=True)
         verified = v.returncode == 0 and json.loads(v.stdout)["valid"]
-    return [spec, K, s["mcf_time"], s["route_time"], s["alltoall_time"], s["route_time"] / s["mcf_time"],
-            s["ratio"], s["bound"], s["routes"], s["chunks_per_shard"], s["layers"], verified, seconds]
+    return [spec, K, s["mcf_time"], s["route_time"], s["predicted_time"], s["route_time"] / s["mcf_time"],
+            s["predicted_time"] / s["mcf_time"], s["bound"], s["routes"], s["chunks_per_shard"], s["layers"], verified, seconds]
 
 
 def pdf(out_dir: Path, quick: bool) -> None:
@@ -209,7 +209,7 @@ def _flows_schedules(tmp: Path, quick: bool) -> list[tuple[Path, dict]]:
         per = Counter(x.src for x in r.schedule.routes)
         out.append((path, {"kind": "granular", "chunks_per_shard": r.schedule.chunks_per_shard, "max_flows": None,
                            "steps": 1, "flows_per_host": max(per.values()), "routes": len(r.schedule.routes),
-                           "predicted_time": r.alltoall_time}))
+                           "predicted_time": r.predicted_time}))
     base = compile(topology, "mpi", fabric=fabric).schedule          # MCF-extP, C = 4: the compile default
     for Q in FLOWS_LIMITS[quick] + [None]:
         sched = base if Q is None else time_steps(base, Q)
@@ -249,9 +249,9 @@ def flows(out_dir: Path, quick: bool) -> None:
     for r in results:
         m = meta[r["label"]]
         rows.append([r["label"], m["kind"], m["chunks_per_shard"], m["max_flows"], m["steps"], m["flows_per_host"],
-                     m["routes"], m["predicted_time"], r["size_bytes"], r["time_s"], r["algbw_Bps"] / 1e6,
-                     r["predicted_Bps"] / 1e6, r["bound_Bps"] / 1e6, r["bound_fraction"],
-                     r["predicted_Bps"] / r["bound_Bps"], r["verified"], r["routes_followed"],
+                     m["routes"], m["predicted_time"], r["size_bytes"], r["time_median_s"], r["algbw_GBps"] * 1e3,
+                     r["predicted_algbw_GBps"] * 1e3, r["throughput_bound_GBps"] * 1e3, r["bound_fraction"],
+                     r["predicted_algbw_GBps"] / r["throughput_bound_GBps"], r["verified"], r["routes_followed"],
                      r["tcp"].get("retransmitted"), r["tcp"].get("timeouts"), r["cpu"]["busy_fraction"]])
         _log(f"{r['label']}: {100 * r['bound_fraction']:.1f} % of the bound (predicted "
              f"{100 * rows[-1][14]:.1f} %), check {'ok' if r['verified'] else 'FAILED'}")
@@ -316,8 +316,8 @@ def jobs(out_dir: Path, quick: bool) -> None:
             alone = "alone" in r["label"]
             rows.append([case, "alone" if alone else "joint", r["job"], n_j, j["joint_time"], j["alone_time"],
                          j["alone_together_time"] if alone else j["joint_time_busiest_link"], r["size_bytes"],
-                         r["time_s"], r["algbw_Bps"] / 1e6, r["predicted_Bps"] / 1e6, joint_bound / 1e6,
-                         r["algbw_Bps"] / joint_bound, r["verified"], r["routes_followed"],
+                         r["time_median_s"], r["algbw_GBps"] * 1e3, r["predicted_algbw_GBps"] * 1e3,
+                         joint_bound / 1e6, r["algbw_GBps"] * 1e9 / joint_bound, r["verified"], r["routes_followed"],
                          r["tcp"].get("retransmitted"), r["cpu"]["busy_fraction"]])
             _log(f"{case} {rows[-1][1]} job {r['job']}: {rows[-1][9]:.3f} MB/s, {100 * rows[-1][12]:.1f} % of the "
                  f"joint rate (predicted {rows[-1][10]:.3f} MB/s), check {'ok' if r['verified'] else 'FAILED'}")
