@@ -406,7 +406,7 @@ def chunk_candidates(max_chunks: int) -> list[int]:
 
 def choose_chunks(res: _Resources, paths: list[list[np.ndarray]], cands: dict, lp_time: float, build, *,
                   max_chunks: int = 16, chunks: int | None = None, min_fidelity: float | None = None,
-                  target: float = FIDELITY_TARGET, program_time=None, progress=None, shape=None):
+                  program_time=None, progress=None, shape=None):
     """Round and :func:`rebalance` for each ``C`` in :func:`chunk_candidates` and keep the
     smallest ``C`` whose fidelity ``lp_time / time`` reaches ``min_fidelity``, else the
     best (``chunks`` fixes ``C`` instead); returns ``build(C, counts)``, the schedule.
@@ -416,8 +416,7 @@ def choose_chunks(res: _Resources, paths: list[list[np.ndarray]], cands: dict, l
     the program that will be emitted from it (MSCCL: its dataflow time), so ``C`` is
     chosen on what is written; a ``C`` whose program ``program_time`` refuses
     (:class:`A2AError`: over a format limit) ends the search, and with no ``C`` left the
-    refusal is raised.  Without ``min_fidelity`` the target is ``target``
-    (:data:`FIDELITY_TARGET`; 1 keeps the best ``C``, the smallest reaching the LP optimum)
+    refusal is raised.  Without ``min_fidelity`` the target is :data:`FIDELITY_TARGET`
     and falling short is fine; with it, falling short raises :class:`A2AError` naming
     the best ``C`` found.  ``shape(C)``, for a demand, gives
     ``(chunks of each shard, weight of each shard's chunk, divisor)`` (default: ``C``
@@ -425,7 +424,7 @@ def choose_chunks(res: _Resources, paths: list[list[np.ndarray]], cands: dict, l
     """
     if min_fidelity is not None and not 0 < min_fidelity <= 1:
         raise A2AError(f"--min-fidelity must be in (0, 1], got {min_fidelity}")
-    target = target if min_fidelity is None else min_fidelity
+    target = FIDELITY_TARGET if min_fidelity is None else min_fidelity
     weights = [np.array([w for w, _ in plist]) for plist in cands.values()]
     best = refused = None
     for C in [chunks] if chunks is not None else chunk_candidates(max_chunks):

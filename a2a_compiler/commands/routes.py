@@ -14,7 +14,7 @@ from ..progress import Progress
 from ..routes import ENGINES, TABLE_ENGINES
 from ..routes.patterns import PATTERNS, pattern_congestion
 from .common import PROGRESS_DELAY, add_demand_arg, add_fabric_args, add_injection_args, add_topology_args, \
-    applies_only, demand_from_args, fabric_from_args, nonnegative_int, positive_int, print_json, topology_from_args
+    applies_only, demand_from_args, fabric_from_args, fraction, nonnegative_int, positive_int, print_json, topology_from_args
 
 HELP = "route every host pair with a baseline or MCF scheme; chunk, layer and write an MPI path schedule"
 
@@ -79,9 +79,10 @@ weights' denominators (for equal splits, of the path counts) when that is <= --m
 so the file carries the weights exactly.  Otherwise (chunks_exact false, a note on stderr)
 the weights of a flow optimisation (fptas, mcf-extp, pmcf-*) are chunked as 'a2a compile'
 chunks them: for C = 1, 2, 3, 4, 6, 8, ... up to --max-chunks, rounded by largest remainder
-and rebalanced between each pair's paths, keeping the smallest C that reaches the engine's
-LP time, else the fastest (bipartite:4 mcf-extp: 2.5 at C = 4; C = 64 alone stalls at
-2.5156); the splits of a routing rule (ewsp, fatpaths, ...) are rounded to multiples of
+and rebalanced between each pair's paths, keeping the smallest C whose fidelity (lp_time /
+predicted_time) reaches 0.97, compile's target, else the fastest (bipartite:4 mcf-extp: 2.5
+= lp_time at C = 4; C = 64 alone stalls at 2.5156; genkautz:64,4 pmcf-disjoint: C = 1,
+fidelity 0.9765, where C = 64 would reach 0.9996 after 12 local searches); the splits of a routing rule (ewsp, fatpaths, ...) are rounded to multiples of
 1/C, C = --max-chunks, and not rebalanced (that would make them another routing).
 
 reported (--json, docs/json.md; times in link-times for unit shards): algo, predicted_time
@@ -129,8 +130,10 @@ ENGINE_OPTIONS = {
     "opensm": ("algo", ("sssp", "dfsssp")),
     "lft_in": ("algo", ("file",)),
 }
-#: Options of the destination-based (table) engines only.
-TABLE_OPTIONS = {"lft": ("algo", TABLE_ENGINES), "mcf": ("algo", TABLE_ENGINES)}
+#: Output options of some engines: the table engines' LFT dump and MCF reference; the chunk search's target
+#: of the engines with an LP relaxation.
+OUTPUT_OPTIONS = {"lft": ("algo", TABLE_ENGINES), "mcf": ("algo", TABLE_ENGINES),
+                  "min_fidelity": ("algo", ("fptas", "mcf-extp", "mcf-df", "pmcf-disjoint", "pmcf-shortest"))}
 #: Command-line options whose engine keyword has another name (``--seed`` is puncturing's).
 ENGINE_KEYWORD = {"route_seed": "seed", "lft_in": "path"}
 
@@ -186,12 +189,16 @@ def register(sub) -> None:
     o = p.add_argument_group("output")
     o.add_argument("--max-chunks", type=positive_int, default=64, metavar="C",
                    help="most chunks per shard (default 64): the rounding grid when the weights are not exact")
+    o.add_argument("--min-fidelity", type=fraction, metavar="F",
+                   help="flow optimisations (fptas, mcf-extp, mcf-df, pmcf-*) whose weights need more than "
+                        "--max-chunks chunks: the smallest C whose fidelity reaches F, none reaching it an error "
+                        "(default: the smallest reaching 0.97, else the best)")
     o.add_argument("-o", "--output", metavar="FILE.xml", help="write the MPI path schedule (docs/formats.md)")
     o.add_argument("--lft", metavar="FILE", help="table engines: write OpenSM's LFT dump for 'opensm -R file -U FILE' "
                                                  "(and FILE.sl where the routes need virtual lanes)")
     o.add_argument("--json", action="store_true", help="print one JSON object (see 'reported' below)")
     o.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
-    applies_only(p, {**ENGINE_OPTIONS, **TABLE_OPTIONS})
+    applies_only(p, {**ENGINE_OPTIONS, **OUTPUT_OPTIONS})
     p.set_defaults(func=run)
 
 
@@ -251,7 +258,7 @@ def run(args) -> int:
         if args.algo in TABLE_ENGINES and demand is None and not (args.max_flows or args.flow_per_chunk):
             return _run_tables(args, topology, fabric, options, reporter)   # time steps: the route path below
         result = route_schedule(topology, args.algo, fabric, deadlock=args.deadlock, max_layers=args.max_layers,
-                                max_chunks=args.max_chunks, max_flows=args.max_flows,
+                                max_chunks=args.max_chunks, min_fidelity=args.min_fidelity, max_flows=args.max_flows,
                                 flow_per_chunk=bool(args.flow_per_chunk), progress=reporter, demand=demand,
                                 **options)
     finally:

@@ -14,9 +14,11 @@ Passes, each usable alone:
    rounded by largest remainder and rebalanced (chunks move between a pair's
    paths while that lowers the predicted time) for every ``C`` of
    :func:`~a2a_compiler.chunk.chunking.chunk_candidates` up to ``max_chunks``,
-   keeping the smallest ``C`` that reaches the relaxation's time, else the
-   fastest -- the local search can stall on a fine grid (K4,4: 2.5156 at
-   ``C = 64``, 2.5 at ``C = 4``).  The splits of a routing rule (EwSP,
+   keeping the smallest ``C`` whose fidelity (relaxation time / predicted time)
+   reaches compile's target :data:`~a2a_compiler.chunk.chunking.FIDELITY_TARGET`,
+   else the fastest: each ``C`` costs a local search (about 1 s on
+   GenKautz(64,4)), and a finer grid is not always better -- the search can
+   stall on one (K4,4: 2.5156 at ``C = 64``, 2.5 at ``C = 4``).  The splits of a routing rule (EwSP,
    FatPaths, ...) are only rounded, ``C = max_chunks``: rebalancing would turn
    them into another routing.
 2. :func:`layer_schedule` — virtual layers by a deadlock scheme
@@ -71,12 +73,14 @@ def exact_chunks(routes: RouteSet, max_chunks: int) -> int | None:
     return C
 
 
-def chunk_routes(routes: RouteSet, max_chunks: int = DEFAULT_MAX_CHUNKS, progress=None) -> tuple[PathSchedule, bool]:
+def chunk_routes(routes: RouteSet, max_chunks: int = DEFAULT_MAX_CHUNKS, progress=None,
+                 min_fidelity: float | None = None) -> tuple[PathSchedule, bool]:
     """Chunk ``routes`` (module docstring, pass 1); returns the schedule and whether the split is exact.
 
     Layers and per-hop virtual channels (``vcs``) travel with their routes; a path that
     receives no chunk is left out.  ``lp_time`` of the schedule is the engine's
-    relaxation (:attr:`RouteSet.lp_time`, ``None`` for a routing without one).
+    relaxation (:attr:`RouteSet.lp_time`, ``None`` for a routing without one); ``min_fidelity``
+    replaces the fidelity target of the ``C`` search (none reaching it is an error).
     """
     if max_chunks < 1:
         raise A2AError(f"--max-chunks must be >= 1, got {max_chunks}")
@@ -112,8 +116,8 @@ def chunk_routes(routes: RouteSet, max_chunks: int = DEFAULT_MAX_CHUNKS, progres
 
         def shape(C):
             return [C] * len(cands), weight, C
-    return choose_chunks(res, paths, cands, routes.lp_time, build, max_chunks=max_chunks, target=1.0,
-                         progress=progress, shape=shape), False
+    return choose_chunks(res, paths, cands, routes.lp_time, build, max_chunks=max_chunks, progress=progress,
+                         shape=shape, min_fidelity=min_fidelity), False
 
 
 def _links(topology: Topology) -> tuple[tuple[int, int, float], ...]:
@@ -188,7 +192,7 @@ def route_schedule(topology: Topology, algo: str, fabric: Fabric | None = None, 
                    max_layers: int | None = None, max_chunks: int = DEFAULT_MAX_CHUNKS, mcf_time: float | None = None,
                    max_flows: int | None = None, flow_per_chunk: bool = False, name: str | None = None,
                    progress=None, demand=None, routes: RouteSet | None = None, mcf: bool = True,
-                   **options) -> RoutedSchedule:
+                   min_fidelity: float | None = None, **options) -> RoutedSchedule:
     """Route, chunk, layer, lower and price: the library entry point behind ``a2a routes``.
 
     ``options`` go to the engine (e.g. ``time_limit=``, ``eps=``); ``mcf_time``
@@ -209,7 +213,7 @@ def route_schedule(topology: Topology, algo: str, fabric: Fabric | None = None, 
     timings["route"] = t1 - t0
     if progress:
         progress(f"{algo}: {len(routes.paths)} paths in {t1 - t0:.2f} s, all-to-all time {routes.alltoall_time:.6g}")
-    schedule, exact = chunk_routes(routes, max_chunks, progress)
+    schedule, exact = chunk_routes(routes, max_chunks, progress, min_fidelity)
     t2 = time.perf_counter()
     timings["chunk"] = t2 - t1
     if deadlock is not None:
