@@ -78,8 +78,9 @@ def test_ctrl_c_is_one_line_and_130():
     """SIGINT (as a terminal sends it to the process group) mid-solve: one line, status 130."""
     p = subprocess.Popen([sys.executable, "-m", "a2a_compiler", "compile", "torus:3x3x3", "--link-bw", "25Gbps",
                           "--host-bw", "100Gbps", "--emit", "oneccl", "--min-fidelity", "0.999", "--max-chunks", "64",
-                          "-o", os.devnull], cwd=REPO, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    time.sleep(1.5)
+                          "-o", os.devnull], cwd=REPO, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # not ignored: a shell's
+    time.sleep(1.5)                                                                  # background job ignores it
     os.killpg(p.pid, signal.SIGINT)
     _, err = p.communicate(timeout=60)
     assert p.returncode == 130
