@@ -209,7 +209,8 @@ def _human(report) -> str:
     lines = [f"{report.source}: {report.format}, {report.summary}"]
     rec = report.record
     if rec is not None:
-        lines.append(f"  compiled for       {rec.spec}, {rec.method}; {rec.fabric.describe()}")
+        lines.append(f"  compiled for       {rec.spec}, {rec.method}; {rec.fabric.describe()}"
+                     + ("" if rec.demand is None else f"; all-to-allv of demand sha256 {rec.demand['sha256'][:12]}"))
     for check in CHECKS:
         errs = report.errors[check]
         status = f"skipped ({report.skipped[check]})" if check in report.skipped else \
