@@ -10,6 +10,7 @@ import pytest
 
 import a2a_compiler
 from a2a_compiler.demand import Demand, zipf_demand
+from a2a_compiler.errors import A2AError
 from a2a_compiler.solve import solve
 from a2a_compiler.topology.spec import from_spec
 from test_runtime_mpi import DATA, SCHEDULES, mpirun, pytestmark  # noqa: F401  (skip without mpiexec)
@@ -106,3 +107,22 @@ def test_a2a_run_demand_under_a_permuted_rank_map(compiled, tmp_path):
     assert out["rank_nodes"] == PERM
     (r,) = out["results"]
     assert r["verified"] and r["native_verified"]
+
+
+def test_bound_of_a_plain_file_run_under_a_demand_needs_its_flow():
+    """A plain file's recorded mcf_time is the uniform optimum: under --demand D the bound needs F(D)."""
+    from argparse import Namespace
+
+    from a2a_compiler.fabric import Fabric
+    from a2a_compiler.formats.record import Record
+    from runtimes.mpi.cli import bound_inputs
+
+    plain = Record("hypercube:3", "tsmcf", Fabric(link_bw=3.125e9), 4.0, 4.0)
+    args = Namespace(link_bw=None, mcf_flow=None)
+    assert bound_inputs(args, plain)[:2] == (3.125e9, 0.25)                    # the plain all-to-all: recorded
+    assert bound_inputs(args, plain, ZIPF)[:2] == (None, None)                 # under D: no bound, no guess
+    with pytest.raises(A2AError, match="the link MCF optimum of another demand"):
+        bound_inputs(Namespace(link_bw="25Gbps", mcf_flow=None), plain, ZIPF)
+    assert bound_inputs(Namespace(link_bw=None, mcf_flow=0.2), plain, ZIPF)[:2] == (3.125e9, 0.2)
+    made = Record("hypercube:3", "tsmcf", Fabric(link_bw=3.125e9), 5.0, 5.0, {"ranks": 8, "sha256": ZIPF.sha256})
+    assert bound_inputs(args, made, ZIPF)[:2] == (3.125e9, 0.2)                # the file's own demand

@@ -217,7 +217,8 @@ def bound_inputs(args, record, demand=None) -> tuple[float | None, float | None,
     recorded_bw = record.fabric.link_bw if record is not None else None
     recorded_flow = 1.0 / record.mcf_time if record is not None and record.mcf_time else None
     made_for = None if record is None or record.demand is None else record.demand.get("sha256")
-    if made_for != (None if demand is None or demand.is_uniform else demand.sha256):
+    other_demand = made_for != (None if demand is None or demand.is_uniform else demand.sha256)
+    if other_demand:
         recorded_flow = None
     link_bw = parse_bandwidth(args.link_bw, "--link-bw") if args.link_bw else recorded_bw
     if args.link_bw and recorded_bw is not None and link_bw != recorded_bw:
@@ -236,6 +237,9 @@ def bound_inputs(args, record, demand=None) -> tuple[float | None, float | None,
     if flow is None:
         if not args.link_bw:
             return None, None, warnings
+        if other_demand and record is not None and record.mcf_time:
+            raise A2AError("--link-bw: the file records the link MCF optimum of another demand than the one run; give "
+                           "--mcf-flow F(D) (as 'a2a solve --demand' prints it)")
         raise A2AError("--link-bw: this file does not record its link MCF optimum; give --mcf-flow F (as printed by "
                        "'a2a solve' for the fabric the schedule was compiled for)")
     return link_bw, flow, warnings
