@@ -243,7 +243,8 @@ def time_paths(topology: Topology, solution: FlowSolution) -> dict[tuple[int, in
     flows = solution.link_flows.tocsr()
     flows.data = snap(flows.data)
     volumes = None if solution.demand is None else np.asarray(solution.demand.volumes)
-    out_links = [np.flatnonzero(src == u) for u in range(N)]
+    out_links = [np.flatnonzero(src == u).tolist() for u in range(N)]
+    dst_of = dst.tolist()
     result: dict[tuple[int, int], list] = {}
     for s in range(N):
         rows = flows[[s * N + d for d in range(N)]]
@@ -257,27 +258,29 @@ def time_paths(topology: Topology, solution: FlowSolution) -> dict[tuple[int, in
             net[t + 1] = (net[t] + np.bincount(dst, weights=agg[t], minlength=N)
                           - np.bincount(src, weights=agg[t], minlength=N))
         hold = np.maximum(net[:L] - np.stack([np.bincount(src, weights=agg[t], minlength=N) for t in range(L)]), 0)
-        res_link, res_hold = agg.copy(), hold
+        res_link, res_hold = agg.tolist(), hold.tolist()   # Python floats: the same IEEE arithmetic, faster
         while True:
             u, nodes, arcs = s, [s], []
             for t in range(L):
-                idx = out_links[u]
-                vals = res_link[t, idx]
-                j = int(np.argmax(vals)) if len(idx) else -1
-                if j >= 0 and vals[j] >= res_hold[t, u]:
-                    arcs.append((t, int(idx[j]), float(vals[j])))
-                    u = int(dst[idx[j]])
+                link_t = res_link[t]
+                j, best = -1, 0.0
+                for e in out_links[u]:       # the first fullest out-link, as np.argmax
+                    if j < 0 or link_t[e] > best:
+                        j, best = e, link_t[e]
+                if j >= 0 and best >= res_hold[t][u]:
+                    arcs.append((t, j, best))
+                    u = dst_of[j]
                 else:
-                    arcs.append((t, -1 - u, float(res_hold[t, u])))
+                    arcs.append((t, -1 - u, res_hold[t][u]))
                 nodes.append(u)
             w = min(a[2] for a in arcs)
             if w <= WEIGHT_EPS:
                 break
             for t, e, _ in arcs:
                 if e >= 0:
-                    res_link[t, e] -= w
+                    res_link[t][e] -= w
                 else:
-                    res_hold[t, -1 - e] -= w
+                    res_hold[t][-1 - e] -= w
             d = nodes[-1]
             if d == s:
                 continue   # numerical residue returning to the source
@@ -455,7 +458,8 @@ def choose_chunks(res: _Resources, paths: list[list[np.ndarray]], cands: dict, l
         totals, weight, divisor = form
         asg = _Assignment(res, divisor, paths, [largest_remainder(w, t) for w, t in zip(weights, totals)], weight)
         rebalance(asg)
-        schedule = build(C, asg.counts)
+        # without program_time only the kept C is built
+        schedule = None if program_time is None else build(C, asg.counts)
         try:
             fid = ratio(lp_time, asg.time() if program_time is None else program_time(schedule))
         except A2AError as exc:  # the program outgrows its format's limits; larger C only grow it
@@ -466,7 +470,7 @@ def choose_chunks(res: _Resources, paths: list[list[np.ndarray]], cands: dict, l
         if progress:
             progress(f"chunking: C = {C} -> fidelity {fid:.4f}")
         if best is None or fid > best[0] + 1e-12:
-            best = (fid, C, schedule)
+            best = (fid, C, schedule, asg.counts)
         if fid >= target - TIE:
             break
     if best is None:
@@ -477,4 +481,4 @@ def choose_chunks(res: _Resources, paths: list[list[np.ndarray]], cands: dict, l
     if min_fidelity is not None and best[0] < min_fidelity - TIE:
         raise A2AError(f"no chunk count up to {max(chunks or 0, max_chunks)} reaches fidelity {min_fidelity:g}: "
                        f"the best is {best[0]:.4f} at C = {best[1]}; raise --max-chunks or lower --min-fidelity")
-    return best[2]
+    return best[2] if best[2] is not None else build(best[1], best[3])
