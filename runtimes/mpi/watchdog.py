@@ -40,6 +40,8 @@ class Watchdog:
     EXIT_CODE = 124
     DIED_EXIT_CODE = 125
     GRACE = 5.0
+    #: Seconds between the abort line and MPI_Abort, for the launcher to forward the line.
+    FORWARD = 0.5
     POLL = 0.25
     #: The watchdog of the running job (at most one per process), for signal handlers.
     current: "Watchdog | None" = None
@@ -128,5 +130,6 @@ class Watchdog:
                 print(f"{self.prog}: rank {self.comm.rank}: no progress for {self.timeout:g} s "
                       f"(a rank died or the schedule deadlocks); aborting the job", file=sys.stderr, flush=True)
                 threading.Timer(self.GRACE, os._exit, (self.EXIT_CODE,)).start()
+                time.sleep(self.FORWARD)  # the launcher forwards stderr asynchronously; Abort would cut it off
                 self.comm.Abort(self.EXIT_CODE)
                 return
