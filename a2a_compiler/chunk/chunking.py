@@ -140,7 +140,6 @@ class _Assignment:
             first += len(paths)
         if len(lengths):
             np.add.at(self.load, padded.ravel(), (np.concatenate(per_chunk) * self.inc[padded]).ravel())
-        self.load[pad] = 0.0
         self.group = [r // W for r in self.table]       # pad -> group G
         self.gmax_all = np.append(self.load2d.max(axis=1), np.inf)
         self.gmax = self.gmax_all[:G]                   # a view
@@ -189,17 +188,17 @@ def rebalance(asg: _Assignment, max_sweeps: int = MAX_SWEEPS) -> None:
     Only chunks on a path touching a bottleneck resource (at its step's
     maximum) are moved; a move is taken if it lowers the predicted time, or
     keeps it and lowers Σ load² (spreading load so later moves can cut the max).
-    The search stops after a sweep over all shards that did not lower the predicted
-    time by more than :data:`~a2a_compiler.numeric.TIE` (spreading alone then goes on
-    for up to ``max_sweeps`` sweeps without a gain: jellyfish:64,4,seed=1 at C = 4 gained
-    nothing in 20 of its 23 sweeps).
+    A sweep visits every shard; the search stops after a sweep that took no move, after
+    :data:`IDLE_SWEEPS` sweeps in a row that did not lower the predicted time by more
+    than :data:`~a2a_compiler.numeric.TIE` (spreading alone went on without a gain for 20
+    of the 23 sweeps of jellyfish:64,4,seed=1 at C = 4), or after ``max_sweeps``.
     Deterministic: shards and paths are visited in order, the best move wins, and
     moves within :data:`~a2a_compiler.numeric.TIE` of each other tie to the lower index.
     """
     tol = TIE
     idle = 0
     for _ in range(max_sweeps):
-        before = asg.time()
+        before, moved = asg.time(), False
         for k, paths in enumerate(asg.paths):
             if len(paths) < 2:
                 continue
@@ -217,9 +216,10 @@ def rebalance(asg: _Assignment, max_sweeps: int = MAX_SWEEPS) -> None:
                     if best_q < 0:
                         break
                     asg.move(k, p, best_q)
+                    moved = True
                     crit = asg.critical(k, tol)
         idle = idle + 1 if asg.time() >= before - tol else 0
-        if idle >= IDLE_SWEEPS:
+        if not moved or idle >= IDLE_SWEEPS:
             return
 
 
