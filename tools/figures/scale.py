@@ -9,6 +9,9 @@
   plotted only where the method finished.  The plot shows CPU seconds (the
   machine is shared; wall seconds, peak memory and the load average are in the
   CSV).  The paper's own numbers for Fig. 7 are the ones its text states.
+* ``fig7-asym``: the same measurement for MCF-decomp on fabrics without any
+  automorphism (Jellyfish d=4, GenKautz d=4 minus 2 random cables) beside
+  GenKautz's quotient (issue #22).
 * ``fig10``: left, GenKautz d=4's certified optimal all-to-all time over the
   Theorem 1 bound (eq. 25) against N; right, GenKautz, Xpander, Jellyfish and
   2-D tori of about the same N, each normalised by its own bound
@@ -43,6 +46,15 @@ SERIES = {
     "fptas": ("route", {"engine": "fptas", "eps": 0.05}, [16, 32, 64, 128, 256, 512], [16, 32, 64],
               "tab:gray", "x", "FPTAS (eps = 0.05)"),
 }
+#: Fig. 7 without symmetry: MCF-decomp on fabrics with no automorphism beside GenKautz's quotient
+#: (issue #22); an options' ``spec`` is the fabric's template (default ``genkautz:{n},4``).
+ASYM_SERIES = {
+    "mcf-decomp": SERIES["mcf-decomp"][:2] + ([16, 32, 64, 128, 256], [16, 32, 64]) + SERIES["mcf-decomp"][4:],
+    "jellyfish": ("ours", {"method": "mcf-decomp", "spec": "jellyfish:{n},4,seed=1"}, [16, 32, 64, 128, 256],
+                  [16, 32, 64], "tab:orange", "v", "MCF-decomp, Jellyfish d = 4 (seed 1)"),
+    "punctured": ("ours", {"method": "mcf-decomp", "remove_links": 2, "seed": 1}, [16, 32, 64, 128, 256],
+                  [16, 32, 64], "tab:brown", "<", "MCF-decomp, GenKautz d = 4 minus 2 cables (seed 1)"),
+}
 #: What the paper's text states about Fig. 7 (it prints no table): (series, N, seconds or None, note).
 PAPER_FIG7 = [
     ("mcf-decomp", 1000, 2400.0, "40 minutes at N = 1000, child LPs in parallel on N cores"),
@@ -72,45 +84,59 @@ def _log(msg: str) -> None:
 
 def fig7(out_dir: Path, quick: bool) -> None:
     """Solve time against N on GenKautz d=4, every method in its own process with a timeout."""
+    _solve_times(out_dir, quick, "fig7", SERIES, PAPER_FIG7, "N (GenKautz, d = 4)",
+                 "Fig. 7: time to compute the schedule; stars: the paper's stated points")
+
+
+def fig7_asym(out_dir: Path, quick: bool) -> None:
+    """Fig. 7 without symmetry: MCF-decomp on Jellyfish and on GenKautz minus 2 cables against N."""
+    _solve_times(out_dir, quick, "fig7-asym", ASYM_SERIES, [], "N (d = 4)",
+                 "Fig. 7 without symmetry: MCF-decomp, certified")
+
+
+def _solve_times(out_dir: Path, quick: bool, stem: str, series: dict, paper_points: list, xlabel: str,
+                 title: str) -> None:
+    """Measure and plot every series of ``series`` (:data:`SERIES`' shape) into ``stem``.csv/.png."""
     bench = _bench()
     timeout = FIG7_TIMEOUT[not quick]
     rows = []
-    for name, (kind, options, sizes, quick_sizes, *_style) in SERIES.items():
+    for name, (kind, options, sizes, quick_sizes, *_style) in series.items():
         for n in quick_sizes if quick else sizes:
             opts = dict(options)
+            spec = opts.pop("spec", "genkautz:{n},4").format(n=n)
             if name == "ilp-disjoint":
                 opts["time_limit"] = timeout
-            r = bench.measure(kind, f"genkautz:{n},4", options=opts, timeout=timeout + 60, quiet=True)
-            paper = next((p for p in PAPER_FIG7 if p[0] == name and p[1] == n), None)
+            r = bench.measure(kind, spec, options=opts, timeout=timeout + 60, quiet=True)
+            paper = next((p for p in paper_points if p[0] == name and p[1] == n), None)
             if "timeout" in r:
                 rows.append([name, n, None, None, None, None, None, None, None, f"no result in {timeout:g} s",
                              r["load_before"], paper and paper[2], paper and paper[3]])
-                _log(f"fig7 {name} N={n}: timeout")
+                _log(f"{stem} {name} N={n}: timeout")
                 break                                       # larger N would not finish either
             solved = r.get("optimal") is not False          # an ILP not proved optimal did not finish
             rows.append([name, n, r["wall_s"], r["cpu_s"], r["peak_rss_GB"], r["alltoall_time"], r.get("gap"),
                          r.get("optimal"), (r.get("symmetry") or {}).get("order"),
                          "finished" if solved else "time limit, not proved optimal", r["load_before"],
                          paper and paper[2], paper and paper[3]])
-            _log(f"fig7 {name} N={n}: {r['wall_s']:.1f} s wall, {r['cpu_s']:.1f} s CPU, {r['peak_rss_GB']:.2f} GB")
+            _log(f"{stem} {name} N={n}: {r['wall_s']:.1f} s wall, {r['cpu_s']:.1f} s CPU, {r['peak_rss_GB']:.2f} GB")
             if not solved:
                 break
-    for name, n, seconds, note in PAPER_FIG7:
+    for name, n, seconds, note in paper_points:
         if not any(r[0] == name and r[1] == n for r in rows):
             rows.append([name, n, None, None, None, None, None, None, None, "paper only", None, seconds, note])
-    write_csv(out_dir / "fig7.csv", FIG7_HEADER, rows)
+    write_csv(out_dir / f"{stem}.csv", FIG7_HEADER, rows)
 
     fig, axes = figure(1, 1, width=6.4, height=4.4)
     ax = axes[0][0]
-    for name, (_, _, _, _, color, marker, label) in SERIES.items():
+    for name, (_, _, _, _, color, marker, label) in series.items():
         pts = [(r[1], r[3]) for r in rows if r[0] == name and r[3] is not None and r[9] == "finished"]
         if pts:
             ax.plot(*zip(*pts), color=color, marker=marker, label=label, lw=1.2, ms=5)
-    for name, n, seconds, note in PAPER_FIG7:
-        color = SERIES[name][4] if name in SERIES else "black"
+    for name, n, seconds, note in paper_points:
+        color = series[name][4] if name in series else "black"
         if seconds is not None:
             ax.plot([n], [seconds], ls="", marker="*", ms=11, mfc="none", mec=color)
-            ax.annotate(f"paper: {name}" + ("" if name in SERIES else " (> this)"), (n, seconds), fontsize=6,
+            ax.annotate(f"paper: {name}" + ("" if name in series else " (> this)"), (n, seconds), fontsize=6,
                         xytext=(-10, 6), textcoords="offset points")
         else:    # a largest N the paper's method reached: a dotted line
             ax.axvline(n, color=color, lw=0.8, ls=":")
@@ -119,12 +145,12 @@ def fig7(out_dir: Path, quick: bool) -> None:
     ax.set_xlim(12, 1500)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("N (GenKautz, d = 4)")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("CPU seconds (this 2-core machine)")
-    ax.set_title("Fig. 7: time to compute the schedule; stars: the paper's stated points", fontsize=9)
+    ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=7)
-    save_png(fig, out_dir / "fig7.png")
+    save_png(fig, out_dir / f"{stem}.png")
 
 
 # -------------------------------------------------------------------- Fig. 10
@@ -199,5 +225,6 @@ def fig10(out_dir: Path, quick: bool) -> None:
 
 FIGURES = {
     "fig7": (fig7, "solve time vs N on GenKautz d=4: MCF, MCF-decomp (+/- symmetry), pMCF, ILP-disjoint, FPTAS"),
+    "fig7-asym": (fig7_asym, "Fig. 7 without symmetry: MCF-decomp on Jellyfish and GenKautz minus 2 cables vs N"),
     "fig10": (fig10, "GenKautz vs the Theorem 1 bound over N; GenKautz, Xpander, Jellyfish, 2-D torus"),
 }
