@@ -37,6 +37,7 @@ from ..topology.model import Topology
 from .certificate import Routing, decompose_commodities, decompose_flow, dual_upper_bound, solve_graph
 from .lp import WAKE_INTERVAL, solve_lp
 from .mcf import DEFAULT_SOLVER, finish, flow_lp, pick_solver, solve_flow_lp
+from .pricing import PRICING_MODES, lengths_on, priced_master_lp
 from .result import FlowSolution
 from .symmetry import Symmetry, find_symmetry, wanted
 
@@ -194,7 +195,8 @@ def split_sources(graph: Topology, sources: np.ndarray, flows: np.ndarray, *, ch
 
 def mcf_decomp(topology: Topology, fabric: Fabric | None = None, *, solver: str = DEFAULT_SOLVER,
                child: str = "paths", workers: int = 1, mpi: bool = False, symmetry: str | bool = "auto",
-               progress=None, demand=None) -> FlowSolution:
+               pricing: str = "off", warm: FlowSolution | None = None, progress=None,
+               demand=None) -> FlowSolution:
     """Optimal all-to-all concurrent flow by the decomposed MCF (eqs. 6–9, then 10–14 or paths).
 
     Same optimum as :func:`~a2a_compiler.solve.mcf.mcf`; the per-commodity flows
@@ -207,17 +209,33 @@ def mcf_decomp(topology: Topology, fabric: Fabric | None = None, *, solver: str 
     the master LP's capacity duals.  With a ``demand`` source ``s`` sinks ``D[s, d]`` at
     every ``d``, and the quotient keeps only the automorphisms that leave ``D``
     invariant (:meth:`~a2a_compiler.solve.symmetry.Symmetry.stabiliser`, checked
-    entry by entry).
+    entry by entry).  ``pricing="on"`` solves the plain master LP by arc pricing instead
+    (:func:`~a2a_compiler.solve.pricing.priced_master_lp`; no symmetry search): same optimum, a
+    fraction of the columns, but flows that may differ between SciPy releases.
+    ``warm``, a solution of the same hosts saved before links or cables failed (its ``lengths``),
+    seeds the priced master with its link lengths instead of the free-energy ones (it implies ``pricing="on"``).
     """
     if child not in CHILD_MODES:
         raise A2AError(f"unknown child mode {child!r}; choose one of {', '.join(CHILD_MODES)}")
     if workers < 1:
         raise A2AError(f"--workers must be >= 1, got {workers}")
+    if pricing not in PRICING_MODES:
+        raise A2AError(f"unknown pricing mode {pricing!r}; choose one of {', '.join(PRICING_MODES)}")
+    if warm is not None:
+        if warm.lengths is None:
+            raise A2AError("--warm: the solution has no link lengths (save it with mcf-decomp of this version)")
+        if warm.n_hosts != topology.n_hosts:
+            raise A2AError(f"--warm: the solution has {warm.n_hosts} hosts, the topology {topology.n_hosts}")
+        pricing = "on"
+    if pricing == "on" and symmetry in ("on", True):
+        raise A2AError("--pricing on prices the plain master LP; it excludes --symmetry on")
+    if pricing == "on" and solver not in ("auto", "ipm"):
+        raise A2AError(f"--pricing on solves its restricted master LPs by interior point; it excludes --solver {solver}")
     fabric, aug, _, _ = solve_graph(topology, fabric)
     g = aug.topology
     nh = g.n_hosts
     t0 = time.perf_counter()
-    sym = (find_symmetry(topology, g, aug.node_origin) if wanted(symmetry, nh * g.n_links)
+    sym = (find_symmetry(topology, g, aug.node_origin) if pricing != "on" and wanted(symmetry, nh * g.n_links)
            else Symmetry.trivial(g))
     if demand is not None:
         sym = sym.stabiliser(demand)
@@ -230,17 +248,30 @@ def mcf_decomp(topology: Topology, fabric: Fabric | None = None, *, solver: str 
     off = (d != reps[k]) & (amount > 0)
     sinks = sp.coo_array((amount[off], (k[off], d[off])), shape=(len(reps), g.n_nodes))
     t_sym = time.perf_counter() - t0
-    U, flows, lengths, res, build = solve_flow_lp(g, reps, sinks, solver=solver, progress=progress, symmetry=sym,
-                                                  label="master LP")
+    priced = pricing == "on"
+    if priced:
+        warm_lengths = None
+        if warm is not None:
+            warm_lengths, new_links = lengths_on(g, warm.lengths)
+            if progress:
+                progress(f"warm start: lengths of {g.n_links - new_links} of {g.n_links} links from {warm.spec}")
+        U, flows, lengths, res, build, pricing_info = priced_master_lp(
+            g, reps, sinks, volumes=amounts, demand=demand, warm_lengths=warm_lengths, progress=progress)
+    else:
+        U, flows, lengths, res, build = solve_flow_lp(g, reps, sinks, solver=solver, progress=progress,
+                                                      symmetry=sym, label="master LP")
+        pricing_info = {}
     t0 = time.perf_counter()
     ub = dual_upper_bound(g, lengths, demand)
     t1 = time.perf_counter()
     routing = split_sources(g, reps, flows, child=child, solver=solver, workers=workers, mpi=mpi, progress=progress,
                             amounts=amounts)
     routing = sym.expand_routing(routing, nh)
-    timings = {"symmetry": t_sym, "build": build, "lp": res.seconds, "bound": t1 - t0,
+    timings = {"symmetry": t_sym, **({"seed": pricing_info.pop("seed_seconds")} if priced else {}),
+               "build": build, "lp": res.seconds, "bound": t1 - t0,
                "split": time.perf_counter() - t1}
     info = {"solver": res.solver, "lp_status": res.status, "child": child, "workers": workers, "mpi": mpi,
             "symmetry": sym.summary(), "lp_rows": int(len(res.row_value)), "lp_columns": int(len(res.x)),
-            "lp_iterations": res.iterations, "lp_concurrent_flow": float(1 / U)}
-    return finish("mcf-decomp", topology, fabric, aug, routing, ub, timings, info, demand=demand)
+            "lp_iterations": res.iterations, "lp_concurrent_flow": float(1 / U),
+            "master": "priced" if priced else "quotient" if sym.order > 1 else "full", **pricing_info}
+    return finish("mcf-decomp", topology, fabric, aug, routing, ub, timings, info, demand=demand, lengths=lengths)

@@ -1,0 +1,161 @@
+"""The master LP by arc pricing: a restricted master over the arcs an optimum uses, grown by reduced cost.
+
+On a fabric without symmetry the master LP (Basu et al. eqs. 6–9) has one flow
+column per (source, link).  Its optimum uses few of them: under the optimal link
+lengths each source's flow lies on its shortest-path DAG, a spanning tree plus a
+few arcs (17.5 per source on jellyfish:128,4, docs/solver.md), and the LP over
+just those columns is ~20x cheaper than the full one.  :func:`priced_master_lp`
+finds them by column generation (Dantzig & Wolfe 1960; for multicommodity flows
+Ford & Fulkerson 1958, Jones, Lustig, Farvolden & Powell 1993):
+
+1. *Seed.*  Near-optimal lengths come without an LP from the free-energy smoothing
+   of the dual (:mod:`.free_energy`); each source starts with the arcs within
+   :data:`SEED_SLACK` of its shortest-path DAG under them (:func:`seed_arcs`).
+2. *Restricted master.*  The master LP over those columns (interior point, with
+   HiGHS's presolve, which eliminates the tree flows) gives a feasible flow — its
+   ``F`` is a lower bound — and duals.
+3. *Pricing.*  Every column left out gets its reduced cost from the duals
+   (``c - Aᵀy``, vectorised over all of them); those below ``-PRICE_TOL·U`` join
+   the master, and 2–3 repeat until none is left or the gap closes.
+
+Not the default, for determinism: the seed comes from SciPy's L-BFGS-B, whose iterates differ
+between SciPy releases (measured on jellyfish:128,4,seed=1: SciPy 1.15.3 and 1.17.1 seed 7 of
+18 600 columns differently), so the optimum ``F`` and the bound agree everywhere but the flows
+(and schedules compiled from them) may not.
+
+Certified as before: the capacity duals of each round and the seed lengths are
+link lengths, and :func:`~.certificate.dual_upper_bound` turns the best into a
+weak-duality bound; the split paths' ``F`` is recomputed by the caller.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse import csgraph
+
+from ..numeric import snap
+from ..progress import tick_of
+from ..topology.model import Topology
+from .certificate import dual_upper_bound
+from .free_energy import free_energy_lengths
+from .lp import solve_lp
+from .mcf import flow_lp
+
+#: A source's seed arcs: ``dist(s, u) + l(u→v) <= dist(s, v) + SEED_SLACK·median(l)`` under the
+#: free-energy lengths.  Measured on jellyfish:256,4,seed=1 (optimum F = 0.003559213), arcs per source
+#: beyond a tree and the first restricted LP's F: slack 0.02 12.0 (F 0.003496503), 0.05 22.3
+#: (0.003559206); jellyfish:1000,4,seed=1: slack 0.02 44.9 (1.7e-2 below the optimum), 0.03 63.4
+#: (1.2e-4 below, LP 55 s), 0.05 88.1 (1.1e-4 below, LP 87 s).  (Arcs used by the Gibbs walks,
+#: :func:`.free_energy.free_energy`'s gradient per source, did no better: at N=1000 96 arcs per source
+#: and an LP of 180 s for 6e-5 below.)
+SEED_SLACK = 0.05
+#: Columns whose reduced cost is below ``-PRICE_TOL·U`` are priced in.
+PRICE_TOL = 1e-9
+#: Stop once the restricted master's F is within this relative gap of the best dual bound.
+GAP = 5e-7
+#: Most pricing rounds (each solves one restricted master).
+MAX_ROUNDS = 30
+#: Values of the ``pricing`` option.
+PRICING_MODES = ("off", "on")
+
+
+def seed_arcs(graph: Topology, lengths: np.ndarray, slack: float = SEED_SLACK) -> np.ndarray:
+    """``n_hosts x links`` mask of the columns the first restricted master LP gets: the links within
+    ``slack·median(l)`` of host ``s``'s shortest-path DAG under ``lengths`` (every node keeps its
+    shortest-path links, so the LP is feasible on a connected graph).  Links into the source and
+    zero-capacity links are left out.  The lengths are snapped first, so sums along paths are exact
+    and the comparison is the same on every machine."""
+    live = graph.capacity > 0
+    l = np.asarray(lengths, dtype=float)
+    l = snap(l / float(np.median(l[live])))
+    n, nh = graph.n_nodes, graph.n_hosts
+    adj = sp.csr_array((l[live], (graph.src[live], graph.dst[live])), shape=(n, n))
+    dist = csgraph.dijkstra(adj, directed=True, indices=np.arange(nh))
+    mask = dist[:, graph.src] + l[None, :] <= dist[:, graph.dst] + slack
+    mask &= live[None, :] & (graph.dst[None, :] != np.arange(nh)[:, None])
+    return mask
+
+
+def lengths_on(graph: Topology, rows: np.ndarray) -> tuple[np.ndarray, int]:
+    """Link lengths of ``graph`` from rows ``(u, v, length)`` of another solve of the same nodes (a
+    :class:`~.result.FlowSolution`'s ``lengths``): a link kept gets its old length, a new one the mean.
+    Returns the lengths and how many links were new."""
+    rows = np.asarray(rows, dtype=float)
+    n = graph.n_nodes
+    u, v = rows[:, 0].astype(np.int64), rows[:, 1].astype(np.int64)
+    ok = (u >= 0) & (u < n) & (v >= 0) & (v < n)
+    old = dict(zip((u[ok] * n + v[ok]).tolist(), rows[ok, 2].tolist()))
+    keys = (graph.src.astype(np.int64) * n + graph.dst).tolist()
+    found = np.array([k in old for k in keys])
+    mean = float(np.mean(rows[ok, 2])) if ok.any() else 1.0
+    return np.array([old.get(k, mean) for k in keys], dtype=float), int((~found).sum())
+
+
+def priced_master_lp(graph: Topology, sources: np.ndarray, sinks, *, volumes: np.ndarray | None = None,
+                     demand=None, warm_lengths: np.ndarray | None = None, progress=None,
+                     label: str = "master LP"):
+    """Minimise congestion ``U`` over :func:`~.mcf.flow_lp` (no symmetry) by arc pricing.
+
+    Same returns as :func:`~.mcf.solve_flow_lp`: ``(U, flows K x E, link lengths, LPResult, build
+    seconds)``; the lengths are those with the best weak-duality bound seen (seed or any round's
+    capacity duals), the LPResult is the last restricted master's with the rounds' seconds and
+    iterations summed.  ``volumes`` (``n_hosts x n_hosts``) and ``demand`` weight the pairs as the
+    sinks do.  ``warm_lengths`` (e.g. from :func:`lengths_on` of a solve before links failed) replace
+    the free-energy seed.  The last value returned is a dict of the rounds, columns and seed seconds.
+    """
+    tick = tick_of(progress)
+    sources = np.asarray(sources, dtype=np.int64)
+    K, E = len(sources), graph.n_links
+    t0 = time.perf_counter()
+    if warm_lengths is None:
+        lengths, bound = free_energy_lengths(graph, volumes, demand=demand, progress=progress)
+    else:
+        lengths = snap(np.maximum(np.asarray(warm_lengths, dtype=float), 0.0))
+        bound = dual_upper_bound(graph, lengths, demand)
+    seed_seconds = time.perf_counter() - t0
+    if progress:
+        progress(f"{label}: {'warm' if warm_lengths is not None else 'free-energy'} lengths in "
+                 f"{seed_seconds:.1f} s, bound {bound:.9g}")
+    t0 = time.perf_counter()
+    A, lower, upper = flow_lp(graph, sources, sinks)
+    AT = sp.csr_array(A.T)
+    if not np.array_equal(sources, np.arange(graph.n_hosts)):
+        raise ValueError("priced_master_lp prices one master column block per host, in host order")
+    mask = seed_arcs(graph, lengths)
+    build = time.perf_counter() - t0
+    c = np.zeros(A.shape[1])
+    c[0] = 1.0
+    seconds = iterations = 0
+    for rounds in range(1, MAX_ROUNDS + 1):
+        cols = np.concatenate([[0], 1 + np.flatnonzero(mask.ravel())])
+        if tick:
+            tick(f"{label}: round {rounds}, {len(cols)} of {A.shape[1]} columns")
+        res = solve_lp(c[cols], A[:, cols], lower, upper, solver="ipm", options={"presolve": "on"},
+                       inexact_ok=True, label=f"{label} round {rounds}", progress=progress)
+        seconds += res.seconds
+        iterations += res.iterations
+        y = res.row_dual
+        duals = np.abs(y[:E])
+        b = dual_upper_bound(graph, duals, demand)
+        if b < bound:
+            bound, lengths = b, duals
+        U = float(res.x[0])
+        reduced = -(AT @ y)[1:].reshape(K, E)
+        new = (reduced < -PRICE_TOL * U) & ~mask
+        gap = bound * U - 1
+        if progress:
+            progress(f"{label}: round {rounds}: {len(cols)} columns, F = {1 / U:.9g}, bound {bound:.9g} "
+                     f"(gap {gap:.1e}), {int(new.sum())} columns priced in")
+        if gap <= GAP or not new.any():
+            break
+        mask |= new
+    x = np.zeros(A.shape[1])
+    x[cols] = res.x
+    flows = x[1:].reshape(K, E)
+    res = replace(res, x=x, seconds=seconds, iterations=iterations)
+    info = {"pricing_rounds": rounds, "priced_columns": int(len(cols)), "seed_seconds": seed_seconds}
+    return U, flows, lengths, res, build, info

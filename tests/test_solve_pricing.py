@@ -1,0 +1,104 @@
+"""The master LP by arc pricing (free-energy seed, restricted master, reduced-cost pricing): same optimum."""
+
+import numpy as np
+import pytest
+from scipy.sparse import csgraph
+
+from a2a_compiler.demand import zipf_demand
+from a2a_compiler.errors import A2AError
+from a2a_compiler.fabric import Fabric
+from a2a_compiler.solve import solve
+from a2a_compiler.solve.certificate import dual_upper_bound
+from a2a_compiler.solve.free_energy import free_energy, free_energy_lengths
+from a2a_compiler.solve.pricing import seed_arcs
+from a2a_compiler.solve.result import FlowSolution
+from a2a_compiler.topology import from_spec
+from a2a_compiler.topology.puncture import puncture
+
+
+def test_free_energy_gradient_matches_finite_differences():
+    g = from_spec("jellyfish:12,3,seed=5")
+    rng = np.random.default_rng(0)
+    l = 1 + rng.random(g.n_links)
+    volumes = 1 + rng.random((12, 12))
+    value, grad = free_energy(g, l, 0.3, volumes)
+    for e in (0, 7, 20):
+        step = np.zeros(g.n_links)
+        step[e] = 1e-6
+        numeric = (free_energy(g, l + step, 0.3, volumes)[0] - free_energy(g, l - step, 0.3, volumes)[0]) / 2e-6
+        assert grad[e] == pytest.approx(numeric, rel=1e-6)
+
+
+def test_free_energy_is_below_the_distances_and_tends_to_them():
+    g = from_spec("jellyfish:12,3,seed=5")
+    l = np.ones(g.n_links)
+    dist = csgraph.shortest_path(g.adjacency("capacity") > 0, unweighted=True)[:12, :12].sum()
+    coarse, fine, finer = (free_energy(g, l, mu)[0] for mu in (0.5, 0.05, 0.01))
+    assert coarse < fine < finer < dist
+    assert dist - fine < 0.05 * 132          # less than mu per ordered pair (132 of them)
+    assert dist - finer < (dist - fine) / 4
+
+
+def test_free_energy_lengths_bound_the_optimum_closely():
+    g = from_spec("jellyfish:24,3,seed=2")
+    exact = solve(g, method="mcf-decomp", pricing="off").concurrent_flow
+    lengths, bound = free_energy_lengths(g)
+    unit = dual_upper_bound(g, np.ones(g.n_links))           # 0.0443: hop counts are far from optimal here
+    assert exact * (1 - 1e-9) <= bound <= exact * 1.02 and bound < 0.64 * unit
+    assert (g.capacity @ lengths) == pytest.approx(g.capacity.sum())
+
+
+def test_seed_arcs_reach_every_node_from_each_source():
+    g = from_spec("jellyfish:24,3,seed=2")
+    mask = seed_arcs(g, free_energy_lengths(g)[0])
+    for s in range(24):
+        reached = np.zeros(24, bool)
+        reached[g.dst[mask[s]]] = True
+        assert reached.sum() == 23 and not reached[s]
+
+
+@pytest.mark.parametrize("case", ["jellyfish", "punctured", "host-nic", "demand"])
+def test_priced_master_equals_the_full_master(case):
+    topo = from_spec("genkautz:32,4") if case == "punctured" else from_spec("jellyfish:24,3,seed=2")
+    if case == "punctured":
+        topo = puncture(topo, remove_links=2, seed=1)
+    fabric = Fabric(link_bw=1e9, host_bw=2.5e9, forwarding="nic") if case == "host-nic" else None
+    demand = zipf_demand(24, 1.0, seed=3) if case == "demand" else None
+    full = solve(topo, fabric, "mcf-decomp", demand=demand, pricing="off")
+    priced = solve(topo, fabric, "mcf-decomp", demand=demand, pricing="on")
+    assert priced.info["master"] == "priced" and full.info["master"] == "full"
+    assert priced.info["priced_columns"] < priced.info["lp_columns"]
+    assert priced.concurrent_flow == pytest.approx(full.concurrent_flow, rel=1e-6)
+    assert priced.gap <= 1e-6 and priced.info["conservation_error"] <= 1e-12
+
+
+def test_pricing_refuses_what_it_cannot_do():
+    topo = from_spec("jellyfish:24,3,seed=2")
+    with pytest.raises(A2AError, match="--pricing on prices the plain master LP; it excludes --symmetry on"):
+        solve(topo, method="mcf-decomp", pricing="on", symmetry="on")
+    with pytest.raises(A2AError, match="excludes --solver simplex"):
+        solve(topo, method="mcf-decomp", pricing="on", solver="simplex")
+    with pytest.raises(A2AError, match="unknown pricing mode 'maybe'; choose one of off, on"):
+        solve(topo, method="mcf-decomp", pricing="maybe")
+
+
+def test_warm_re_solve_after_failed_cables(tmp_path):
+    topo = from_spec("jellyfish:24,3,seed=2")
+    old = solve(topo, method="mcf-decomp", pricing="on")
+    old.save(tmp_path / "old.npz")
+    saved = FlowSolution.load(tmp_path / "old.npz")
+    assert np.array_equal(saved.lengths, old.lengths) and saved.lengths.shape == (topo.n_links, 3)
+    failed = puncture(topo, remove_links=2, seed=2)
+    cold = solve(failed, method="mcf-decomp", pricing="off")
+    warm = solve(failed, method="mcf-decomp", warm=saved)
+    assert warm.info["master"] == "priced"
+    assert warm.concurrent_flow == pytest.approx(cold.concurrent_flow, rel=1e-6) and warm.gap <= 1e-6
+    assert warm.concurrent_flow < old.concurrent_flow * (1 - 1e-3)    # the failures cost throughput
+
+
+def test_warm_refuses_a_mismatched_solution():
+    old = solve(from_spec("jellyfish:24,3,seed=2"), method="mcf-decomp", pricing="on")
+    with pytest.raises(A2AError, match="--warm: the solution has 24 hosts, the topology 16"):
+        solve(from_spec("jellyfish:16,3,seed=2"), method="mcf-decomp", warm=old)
+    with pytest.raises(A2AError, match="--pricing on prices the plain master LP; it excludes --symmetry on"):
+        solve(from_spec("jellyfish:24,3,seed=2"), method="mcf-decomp", warm=old, symmetry="on")
