@@ -129,8 +129,8 @@ def test_solve_names_an_unknown_option():
     from a2a_compiler.solve import method_options, solve
     from a2a_compiler.topology.spec import from_spec
 
-    assert method_options("mcf-extp") == ["base", "tol", "workers", "mpi", "progress", "solver", "child", "symmetry", "pricing",
-                                            "warm"]
+    assert method_options("mcf-extp") == ["base", "tol", "workers", "mpi", "progress", "solver", "child", "symmetry",
+                                            "pricing"]
     with pytest.raises(A2AError, match=r"^pmcf does not take option 'path'; it takes paths, max_paths, solver, "
                                        r"progress$"):
         solve(from_spec("ring:4"), None, "pmcf", path="shortest")

@@ -11,7 +11,6 @@ from a2a_compiler.solve import solve
 from a2a_compiler.solve.certificate import dual_upper_bound
 from a2a_compiler.solve.free_energy import free_energy, free_energy_lengths
 from a2a_compiler.solve.pricing import seed_arcs
-from a2a_compiler.solve.result import FlowSolution
 from a2a_compiler.topology import from_spec
 from a2a_compiler.topology.puncture import puncture
 
@@ -81,24 +80,3 @@ def test_pricing_refuses_what_it_cannot_do():
     with pytest.raises(A2AError, match="unknown pricing mode 'maybe'; choose one of off, on"):
         solve(topo, method="mcf-decomp", pricing="maybe")
 
-
-def test_warm_re_solve_after_failed_cables(tmp_path):
-    topo = from_spec("jellyfish:24,3,seed=2")
-    old = solve(topo, method="mcf-decomp", pricing="on")
-    old.save(tmp_path / "old.npz")
-    saved = FlowSolution.load(tmp_path / "old.npz")
-    assert np.array_equal(saved.lengths, old.lengths) and saved.lengths.shape == (topo.n_links, 3)
-    failed = puncture(topo, remove_links=2, seed=2)
-    cold = solve(failed, method="mcf-decomp", pricing="off")
-    warm = solve(failed, method="mcf-decomp", warm=saved)
-    assert warm.info["master"] == "priced"
-    assert warm.concurrent_flow == pytest.approx(cold.concurrent_flow, rel=1e-6) and warm.gap <= 1e-6
-    assert warm.concurrent_flow < old.concurrent_flow * (1 - 1e-3)    # the failures cost throughput
-
-
-def test_warm_refuses_a_mismatched_solution():
-    old = solve(from_spec("jellyfish:24,3,seed=2"), method="mcf-decomp", pricing="on")
-    with pytest.raises(A2AError, match="--warm: the solution has 24 hosts, the topology 16"):
-        solve(from_spec("jellyfish:16,3,seed=2"), method="mcf-decomp", warm=old)
-    with pytest.raises(A2AError, match="--pricing on prices the plain master LP; it excludes --symmetry on"):
-        solve(from_spec("jellyfish:24,3,seed=2"), method="mcf-decomp", warm=old, symmetry="on")

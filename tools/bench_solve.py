@@ -23,7 +23,6 @@ A plain LP that hits the timeout gives a bound on the ratio (``<``).
     python tools/bench_solve.py --sizes 128,256 --family jellyfish        # no symmetry (issue #22)
     python tools/bench_solve.py --sizes 256 --remove-links 2              # GK(256,4) minus 2 cables
     python tools/bench_solve.py --sizes 256 --family jellyfish --pricing --plain-solver ipm   # arc pricing
-    python tools/bench_solve.py --sizes 256 --family jellyfish --remove-links 2 --warm       # re-solve
     flock /tmp/a2a-bench.lock python tools/bench_solve.py --sizes 1000 --plain-max 512
 
 Progress of every run goes to stderr (``--quiet`` silences it); Ctrl-C stops
@@ -57,18 +56,11 @@ def child(kind: str, spec: str, options: dict, quiet: bool) -> dict:
 
     progress = None if quiet else Progress(interval=5.0)
     topo = from_spec(spec)
-    warm = None
-    if options.pop("warm", False):   # the intact fabric solved first (not timed): the re-solve's start
-        from a2a_compiler.solve import solve
-
-        warm = solve(topo, method="mcf-decomp", pricing="on", progress=progress)
     failed = options.pop("remove_links", 0)
     if failed:
         from a2a_compiler.topology.puncture import puncture
 
         topo = puncture(topo, remove_links=failed, seed=options.pop("seed", 0))
-    if warm is not None:
-        options["warm"] = warm
     wall, cpu = time.perf_counter(), time.process_time()
     if kind == "plain":
         from a2a_compiler.solve.lp import solve_lp
@@ -184,9 +176,6 @@ def main(argv=None) -> int:
                          "'ipm' is IPX as mcf-decomp runs it, without presolve and crossover)")
     ap.add_argument("--pricing", action="store_true",
                     help="ours solves its master LP by arc pricing (mcf-decomp --pricing on)")
-    ap.add_argument("--warm", action="store_true",
-                    help="with --remove-links: ours re-solves from the intact fabric's solution (--warm; the intact "
-                         "solve is not timed), and 'plain' is then our cold solve with --pricing on")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per run (default 1800)")
     ap.add_argument("--json", action="store_true", help="one JSON record per N on stdout instead of the table")
     ap.add_argument("--quiet", action="store_true", help="no progress from the runs on stderr")
@@ -206,32 +195,22 @@ def main(argv=None) -> int:
     if not args.json:
         print(f"{FAMILIES[args.family].format(n='N', d=args.degree)}"
               f"{f' minus {args.remove_links} cables (seed {args.seed})' if args.remove_links else ''}: "
-              f"ours = mcf-decomp{' --pricing on' if args.pricing else ''}"
-              f"{' --warm (re-solve from the intact fabric)' if args.warm else ''} (certified), plain = "
-              + ("our cold solve with --pricing on" if args.warm else f"master LP in HiGHS ({args.plain_solver})")
-              + "; times in seconds, memory = peak RSS in GB, load = 1-min load average")
+              f"ours = mcf-decomp{' --pricing on' if args.pricing else ''} (certified), plain = master LP in "
+              f"HiGHS ({args.plain_solver}); times in seconds, memory = peak RSS in GB, load = 1-min load average")
         print(f"{'N':>5s} {'plain wall':>9s} {'plain cpu':>9s} {'GB':>6s} {'our wall':>8s} {'our cpu':>8s} "
               f"{'GB':>6s} {'r wall':>7s} {'r cpu':>7s} {'F (ours)':>11s} {'|dF|/F':>8s} {'gap':>8s} "
               f"{'|sym|':>5s} {'load':>5s}", flush=True)
     try:
         failed = {"remove_links": args.remove_links, "seed": args.seed} if args.remove_links else {}
-        if args.warm and not args.remove_links:
-            ap.error("--warm re-solves after failures: give --remove-links K")
         for n in sizes:
             spec = FAMILIES[args.family].format(n=n, d=args.degree)
-            mine = {**failed, **({"pricing": "on"} if args.pricing else {}), **({"warm": True} if args.warm else {})}
+            mine = {**failed, **({"pricing": "on"} if args.pricing else {})}
             ours = measure("ours", spec, options=mine, timeout=args.timeout, quiet=args.quiet)
             if "timeout" in ours:
                 print(f"{n:5d} ours: no result within {args.timeout:.0f} s", file=sys.stderr, flush=True)
                 continue
-            if n > args.plain_max:
-                plain = None
-            elif args.warm:
-                plain = measure("ours", spec, options={**failed, "pricing": "on"}, timeout=args.timeout,
-                                quiet=args.quiet)
-            else:
-                plain = measure("plain", spec, options={"solver": args.plain_solver, **failed}, timeout=args.timeout,
-                                quiet=args.quiet)
+            plain = (measure("plain", spec, options={"solver": args.plain_solver, **failed}, timeout=args.timeout,
+                             quiet=args.quiet) if n <= args.plain_max else None)
             r = row(n, plain, ours)
             if args.json:
                 print(json.dumps(r), flush=True)

@@ -75,8 +75,7 @@ examples:
   a2a solve torus:3x3x3 --link-bw 25Gbps --host-bw 100Gbps --forwarding nic --json
   a2a solve hypercube:4 --method pmcf --paths ksp:4
   a2a solve genkautz:64,4 --method mcf-extp --save gk64.npz
-  a2a solve jellyfish:256,4,seed=1 --save old.npz && \
-    a2a solve jellyfish:256,4,seed=1 --remove-links 2 --warm old.npz    re-solve after 2 cables failed
+  a2a solve jellyfish:256,4,seed=1 --pricing on      no symmetry: the master LP by arc pricing
   a2a demand zipf 8 --alpha 1 -o D.csv && a2a solve bipartite:4 --demand D.csv
 """
 
@@ -93,7 +92,6 @@ METHOD_OPTIONS = {
     "mpi": ("method", ("mcf-decomp", "mcf-extp")),
     "symmetry": ("method", ("mcf-decomp", "mcf-extp", "tsmcf")),
     "pricing": ("method", ("mcf-decomp", "mcf-extp")),
-    "warm": ("method", ("mcf-decomp",)),
 }
 #: Options of one solve and of --jobs (a jobs file gives the demand; the joint solve is the demand-aware MCF-extP).
 JOBS_OPTIONS = {
@@ -151,10 +149,6 @@ def register(sub) -> None:
                         "LP seeded by free-energy lengths, columns priced in by reduced cost; same optimum, much "
                         "faster on fabrics without symmetry; no symmetry search, not with --symmetry on); "
                         "'off' (default): the quotient or full master LP")
-    g.add_argument("--warm", metavar="OLD.npz",
-                   help="mcf-decomp: re-solve after failures -- seed the priced master LP with the link lengths of "
-                        "OLD.npz (a --save of the same hosts before cables or links failed) instead of the "
-                        "free-energy lengths; certified as a cold solve")
     g.add_argument("--mpi", action="store_true",
                    help="run per-source work on MPI ranks (mpi4py.futures); launch under "
                         "'mpiexec -n K python -m mpi4py.futures -m a2a_compiler solve ...'")
@@ -183,13 +177,8 @@ def method_options(args) -> dict:
     if m == "mcf":
         return {"solver": solver}
     if m == "mcf-decomp":
-        opts = {"solver": solver, "child": args.child, "workers": args.workers, "mpi": args.mpi,
+        return {"solver": solver, "child": args.child, "workers": args.workers, "mpi": args.mpi,
                 "symmetry": args.symmetry, "pricing": args.pricing}
-        if args.warm:
-            from ..solve.result import FlowSolution
-
-            opts["warm"] = FlowSolution.load(args.warm)
-        return opts
     if m == "pmcf":
         if args.max_paths < 1:
             raise A2AError(f"--max-paths must be >= 1, got {args.max_paths}")

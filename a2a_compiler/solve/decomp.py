@@ -37,7 +37,7 @@ from ..topology.model import Topology
 from .certificate import Routing, decompose_commodities, decompose_flow, dual_upper_bound, solve_graph
 from .lp import WAKE_INTERVAL, solve_lp
 from .mcf import DEFAULT_SOLVER, finish, flow_lp, pick_solver, solve_flow_lp
-from .pricing import PRICING_MODES, lengths_on, priced_master_lp
+from .pricing import PRICING_MODES, priced_master_lp
 from .result import FlowSolution
 from .symmetry import Symmetry, find_symmetry, wanted
 
@@ -195,8 +195,7 @@ def split_sources(graph: Topology, sources: np.ndarray, flows: np.ndarray, *, ch
 
 def mcf_decomp(topology: Topology, fabric: Fabric | None = None, *, solver: str = DEFAULT_SOLVER,
                child: str = "paths", workers: int = 1, mpi: bool = False, symmetry: str | bool = "auto",
-               pricing: str = "off", warm: FlowSolution | None = None, progress=None,
-               demand=None) -> FlowSolution:
+               pricing: str = "off", progress=None, demand=None) -> FlowSolution:
     """Optimal all-to-all concurrent flow by the decomposed MCF (eqs. 6–9, then 10–14 or paths).
 
     Same optimum as :func:`~a2a_compiler.solve.mcf.mcf`; the per-commodity flows
@@ -212,8 +211,6 @@ def mcf_decomp(topology: Topology, fabric: Fabric | None = None, *, solver: str 
     entry by entry).  ``pricing="on"`` solves the plain master LP by arc pricing instead
     (:func:`~a2a_compiler.solve.pricing.priced_master_lp`; no symmetry search): same optimum, a
     fraction of the columns, but flows that may differ between SciPy releases.
-    ``warm``, a solution of the same hosts saved before links or cables failed (its ``lengths``),
-    seeds the priced master with its link lengths instead of the free-energy ones (it implies ``pricing="on"``).
     """
     if child not in CHILD_MODES:
         raise A2AError(f"unknown child mode {child!r}; choose one of {', '.join(CHILD_MODES)}")
@@ -221,12 +218,6 @@ def mcf_decomp(topology: Topology, fabric: Fabric | None = None, *, solver: str 
         raise A2AError(f"--workers must be >= 1, got {workers}")
     if pricing not in PRICING_MODES:
         raise A2AError(f"unknown pricing mode {pricing!r}; choose one of {', '.join(PRICING_MODES)}")
-    if warm is not None:
-        if warm.lengths is None:
-            raise A2AError("--warm: the solution has no link lengths (save it with mcf-decomp of this version)")
-        if warm.n_hosts != topology.n_hosts:
-            raise A2AError(f"--warm: the solution has {warm.n_hosts} hosts, the topology {topology.n_hosts}")
-        pricing = "on"
     if pricing == "on" and symmetry in ("on", True):
         raise A2AError("--pricing on prices the plain master LP; it excludes --symmetry on")
     if pricing == "on" and solver not in ("auto", "ipm"):
@@ -250,13 +241,8 @@ def mcf_decomp(topology: Topology, fabric: Fabric | None = None, *, solver: str 
     t_sym = time.perf_counter() - t0
     priced = pricing == "on"
     if priced:
-        warm_lengths = None
-        if warm is not None:
-            warm_lengths, new_links = lengths_on(g, warm.lengths)
-            if progress:
-                progress(f"warm start: lengths of {g.n_links - new_links} of {g.n_links} links from {warm.spec}")
         U, flows, lengths, res, build, pricing_info = priced_master_lp(
-            g, reps, sinks, volumes=amounts, demand=demand, warm_lengths=warm_lengths, progress=progress)
+            g, reps, sinks, volumes=amounts, demand=demand, progress=progress)
     else:
         U, flows, lengths, res, build = solve_flow_lp(g, reps, sinks, solver=solver, progress=progress,
                                                       symmetry=sym, label="master LP")
@@ -274,4 +260,4 @@ def mcf_decomp(topology: Topology, fabric: Fabric | None = None, *, solver: str 
             "symmetry": sym.summary(), "lp_rows": int(len(res.row_value)), "lp_columns": int(len(res.x)),
             "lp_iterations": res.iterations, "lp_concurrent_flow": float(1 / U),
             "master": "priced" if priced else "quotient" if sym.order > 1 else "full", **pricing_info}
-    return finish("mcf-decomp", topology, fabric, aug, routing, ub, timings, info, demand=demand, lengths=lengths)
+    return finish("mcf-decomp", topology, fabric, aug, routing, ub, timings, info, demand=demand)

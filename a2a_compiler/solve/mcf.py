@@ -117,14 +117,13 @@ def solve_flow_lp(topology: Topology, sources: np.ndarray, sinks, *, solver: str
 
 
 def finish(method: str, base: Topology, fabric: Fabric, aug, routing: Routing, upper_bound: float,
-           timings: dict, info: dict, paths: bool = False, demand=None, lengths=None) -> FlowSolution:
+           timings: dict, info: dict, paths: bool = False, demand=None) -> FlowSolution:
     """Normalise a routing, certify its ``F`` on the solve graph, project flows to the base links.
 
     The certificate is numeric: loads are recomputed from the paths against every
     capacity of the solve graph (host–NIC links included), each commodity weighted
     by its volume under ``demand`` (pairs of volume 0 get a min-hop route first), and
-    the projected flows are checked for conservation.  ``lengths`` (the bound's link lengths on the
-    solve graph) are kept in the result as rows ``(u, v, length)`` for a warm re-solve.
+    the projected flows are checked for conservation.
     """
     t0 = time.perf_counter()
     g = aug.topology
@@ -153,7 +152,6 @@ def finish(method: str, base: Topology, fabric: Fabric, aug, routing: Routing, u
         concurrent_flow=float(F), upper_bound=float(upper_bound),
         status="optimal" if info.get("lp_status", "Optimal") == "Optimal" else "certified (inexact LP)",
         timings=timings, link_flows=flows, paths=weighted, info={**info, "conservation_error": error}, demand=demand,
-        lengths=None if lengths is None else np.column_stack([g.src, g.dst, lengths]).astype(float),
     )
 
 

@@ -80,46 +80,24 @@ def seed_arcs(graph: Topology, lengths: np.ndarray, slack: float = SEED_SLACK) -
     return mask
 
 
-def lengths_on(graph: Topology, rows: np.ndarray) -> tuple[np.ndarray, int]:
-    """Link lengths of ``graph`` from rows ``(u, v, length)`` of another solve of the same nodes (a
-    :class:`~.result.FlowSolution`'s ``lengths``): a link kept gets its old length, a new one the mean.
-    Returns the lengths and how many links were new."""
-    rows = np.asarray(rows, dtype=float)
-    n = graph.n_nodes
-    u, v = rows[:, 0].astype(np.int64), rows[:, 1].astype(np.int64)
-    ok = (u >= 0) & (u < n) & (v >= 0) & (v < n)
-    old = dict(zip((u[ok] * n + v[ok]).tolist(), rows[ok, 2].tolist()))
-    keys = (graph.src.astype(np.int64) * n + graph.dst).tolist()
-    found = np.array([k in old for k in keys])
-    mean = float(np.mean(rows[ok, 2])) if ok.any() else 1.0
-    return np.array([old.get(k, mean) for k in keys], dtype=float), int((~found).sum())
-
-
 def priced_master_lp(graph: Topology, sources: np.ndarray, sinks, *, volumes: np.ndarray | None = None,
-                     demand=None, warm_lengths: np.ndarray | None = None, progress=None,
-                     label: str = "master LP"):
+                     demand=None, progress=None, label: str = "master LP"):
     """Minimise congestion ``U`` over :func:`~.mcf.flow_lp` (no symmetry) by arc pricing.
 
     Same returns as :func:`~.mcf.solve_flow_lp`: ``(U, flows K x E, link lengths, LPResult, build
     seconds)``; the lengths are those with the best weak-duality bound seen (seed or any round's
     capacity duals), the LPResult is the last restricted master's with the rounds' seconds and
     iterations summed.  ``volumes`` (``n_hosts x n_hosts``) and ``demand`` weight the pairs as the
-    sinks do.  ``warm_lengths`` (e.g. from :func:`lengths_on` of a solve before links failed) replace
-    the free-energy seed.  The last value returned is a dict of the rounds, columns and seed seconds.
+    sinks do.  The last value returned is a dict of the rounds, columns and seed seconds.
     """
     tick = tick_of(progress)
     sources = np.asarray(sources, dtype=np.int64)
     K, E = len(sources), graph.n_links
     t0 = time.perf_counter()
-    if warm_lengths is None:
-        lengths, bound = free_energy_lengths(graph, volumes, demand=demand, progress=progress)
-    else:
-        lengths = snap(np.maximum(np.asarray(warm_lengths, dtype=float), 0.0))
-        bound = dual_upper_bound(graph, lengths, demand)
+    lengths, bound = free_energy_lengths(graph, volumes, demand=demand, progress=progress)
     seed_seconds = time.perf_counter() - t0
     if progress:
-        progress(f"{label}: {'warm' if warm_lengths is not None else 'free-energy'} lengths in "
-                 f"{seed_seconds:.1f} s, bound {bound:.9g}")
+        progress(f"{label}: free-energy lengths in {seed_seconds:.1f} s, bound {bound:.9g}")
     t0 = time.perf_counter()
     A, lower, upper = flow_lp(graph, sources, sinks)
     AT = sp.csr_array(A.T)

@@ -68,7 +68,6 @@ class FlowSolution:
     paths: tuple[WeightedPath, ...] = ()
     info: dict = field(default_factory=dict)
     demand: object = None   # the Demand solved for (None: uniform)
-    lengths: np.ndarray | None = None   # the bound's link lengths: rows (u, v, length) over the solve graph
 
     @property
     def gap(self) -> float:
@@ -168,8 +167,6 @@ class FlowSolution:
         arrays = {"meta": np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)}
         if self.demand is not None:
             arrays["demand_volumes"] = np.asarray(self.demand.volumes, dtype=float)
-        if self.lengths is not None:
-            arrays["lengths"] = np.asarray(self.lengths, dtype=float)
         if self.step_loads is not None:
             arrays["step_loads"] = np.asarray(self.step_loads, dtype=float)
         if self.link_flows is not None:
@@ -228,5 +225,5 @@ class FlowSolution:
             n_hosts=meta["n_hosts"], n_links=meta["n_links"], concurrent_flow=meta["concurrent_flow"],
             upper_bound=meta["upper_bound"], status=meta["status"], timings=meta.get("timings", {}),
             n_steps=meta["n_steps"], step_loads=arrays.get("step_loads"), link_flows=flows, paths=paths,
-            info=meta.get("info", {}), demand=demand, lengths=arrays.get("lengths"),
+            info=meta.get("info", {}), demand=demand,
         )
