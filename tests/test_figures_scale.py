@@ -43,13 +43,15 @@ def test_fig7_runs_each_method_in_its_own_process(tmp_path, monkeypatch):
 
 def test_fig7_asym_solves_fabrics_without_symmetry(tmp_path, monkeypatch):
     series = {name: scale.ASYM_SERIES[name][:2] + ([16], [16]) + scale.ASYM_SERIES[name][4:]
-              for name in ("jellyfish", "punctured")}
+              for name in ("jellyfish", "punctured", "jellyfish-priced", "punctured-priced")}
     monkeypatch.setattr(scale, "ASYM_SERIES", series)
     scale.fig7_asym(tmp_path, True)
     assert is_png(tmp_path / "fig7-asym.png")
     table = {r["series"]: r for r in rows(tmp_path / "fig7-asym.csv")}
-    for name, topo in (("jellyfish", from_spec("jellyfish:16,4,seed=1")),
-                       ("punctured", puncture(from_spec("genkautz:16,4"), remove_links=2, seed=1))):
+    jellyfish = from_spec("jellyfish:16,4,seed=1")
+    punctured = puncture(from_spec("genkautz:16,4"), remove_links=2, seed=1)
+    for name, topo in (("jellyfish", jellyfish), ("punctured", punctured), ("jellyfish-priced", jellyfish),
+                       ("punctured-priced", punctured)):
         r = table[name]
         assert r["status"] == "finished" and r["symmetry_order"] in ("", "1") and float(r["gap"]) <= 1e-6
         # the same optimum as the link MCF (eqs. 1-5) solved here

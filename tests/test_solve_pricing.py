@@ -1,5 +1,7 @@
 """The master LP by arc pricing (free-energy seed, restricted master, reduced-cost pricing): same optimum."""
 
+import json
+
 import numpy as np
 import pytest
 from scipy.sparse import csgraph
@@ -80,3 +82,15 @@ def test_pricing_refuses_what_it_cannot_do():
     with pytest.raises(A2AError, match="unknown pricing mode 'maybe'; choose one of off, on"):
         solve(topo, method="mcf-decomp", pricing="maybe")
 
+
+
+def test_cli_prices_the_master_lp(capsys):
+    from a2a_compiler.cli import main
+
+    assert main(["solve", "jellyfish:24,3,seed=2", "--pricing", "on", "--json", "-q"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["master"] == "priced" and out["pricing_rounds"] >= 1 and out["gap"] <= 1e-6
+    assert out["concurrent_flow"] == pytest.approx(1 / 36, rel=1e-6)      # jellyfish:24,3,seed=2: 1/F = 36
+    assert main(["solve", "jellyfish:24,3,seed=2", "--pricing", "on", "--symmetry", "on"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "a2a solve: error: --pricing on prices the plain master LP; it excludes --symmetry on"]

@@ -221,7 +221,8 @@ def mcf_decomp(topology: Topology, fabric: Fabric | None = None, *, solver: str 
     if pricing == "on" and symmetry in ("on", True):
         raise A2AError("--pricing on prices the plain master LP; it excludes --symmetry on")
     if pricing == "on" and solver not in ("auto", "ipm"):
-        raise A2AError(f"--pricing on solves its restricted master LPs by interior point; it excludes --solver {solver}")
+        raise A2AError(f"--pricing on solves its restricted master LPs by interior point; "
+                       f"it excludes --solver {solver}")
     fabric, aug, _, _ = solve_graph(topology, fabric)
     g = aug.topology
     nh = g.n_hosts

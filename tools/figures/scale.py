@@ -54,6 +54,12 @@ ASYM_SERIES = {
                   [16, 32, 64], "tab:orange", "v", "MCF-decomp, Jellyfish d = 4 (seed 1)"),
     "punctured": ("ours", {"method": "mcf-decomp", "remove_links": 2, "seed": 1}, [16, 32, 64, 128, 256],
                   [16, 32, 64], "tab:brown", "<", "MCF-decomp, GenKautz d = 4 minus 2 cables (seed 1)"),
+    "jellyfish-priced": ("ours", {"method": "mcf-decomp", "pricing": "on", "spec": "jellyfish:{n},4,seed=1"},
+                         [16, 32, 64, 128, 256, 512], [16, 32, 64], "tab:red", "v",
+                         "MCF-decomp --pricing on, Jellyfish d = 4 (seed 1)"),
+    "punctured-priced": ("ours", {"method": "mcf-decomp", "pricing": "on", "remove_links": 2, "seed": 1},
+                         [16, 32, 64, 128, 256], [16, 32, 64], "tab:pink", "<",
+                         "MCF-decomp --pricing on, GenKautz d = 4 minus 2 cables"),
 }
 #: What the paper's text states about Fig. 7 (it prints no table): (series, N, seconds or None, note).
 PAPER_FIG7 = [
