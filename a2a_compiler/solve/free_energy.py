@@ -42,10 +42,12 @@ from .certificate import dual_upper_bound
 
 #: Smoothing levels, as fractions of the mean length (``Σ c·l = Σ c``), coarse to fine: each
 #: level starts from the previous one's lengths.  Measured on jellyfish:1000,4,seed=1, the
-#: bound's gap to F* after each level: 9e-4, 5e-4, 2e-4, 1.1e-4, 6e-5.
-MU_LEVELS = (0.2, 0.1, 0.05, 0.03, 0.02)
+#: bound's gap to F* after each level: 9e-4, 5e-4, 2e-4, 1.1e-4 (a fifth level, 0.02, reaches
+#: 6e-5, but its seed arcs grew from 88 to 98 per source and the priced solve got slower: round 2
+#: 425 s against 220 s).
+MU_LEVELS = (0.2, 0.1, 0.05, 0.03)
 #: L-BFGS iterations per level.
-ITERATIONS = 80
+ITERATIONS = 60
 #: BLAS threads for the dense algebra.  One is faster on the 2-core machine at every size measured
 #: (jellyfish:256 1.4 s against 4.2 s with two; jellyfish:1000 38.9 s wall against 48.2 s wall and 94 s CPU).
 BLAS_THREADS = 1
