@@ -83,7 +83,6 @@ def test_pricing_refuses_what_it_cannot_do():
         solve(topo, method="mcf-decomp", pricing="maybe")
 
 
-
 def test_cli_prices_the_master_lp(capsys):
     from a2a_compiler.cli import main
 

@@ -242,8 +242,8 @@ def mcf_decomp(topology: Topology, fabric: Fabric | None = None, *, solver: str 
     t_sym = time.perf_counter() - t0
     priced = pricing == "on"
     if priced:
-        U, flows, lengths, res, build, pricing_info = priced_master_lp(
-            g, reps, sinks, volumes=amounts, demand=demand, progress=progress)
+        U, flows, lengths, res, build, pricing_info = priced_master_lp(g, sinks, volumes=amounts, demand=demand,
+                                                                       progress=progress)
     else:
         U, flows, lengths, res, build = solve_flow_lp(g, reps, sinks, solver=solver, progress=progress,
                                                       symmetry=sym, label="master LP")

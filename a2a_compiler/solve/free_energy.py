@@ -22,10 +22,11 @@ maximises ``Σ D·φ_μ`` over ``Σ c·l = Σ c`` by L-BFGS for a decreasing ``�
 returns the lengths whose exact (Dijkstra) bound is best.
 
 These lengths only *seed* the restricted master LP of :mod:`.pricing`: nothing is
-certified by them except the weak-duality bound they give, which is exact.  The
-dense algebra runs on BLAS, whose last bits differ between CPU kernels; the
-lengths are therefore snapped (:func:`~a2a_compiler.numeric.snap`) before any
-discrete choice is made from them.
+certified by them except the weak-duality bound they give, which is exact.  They
+are snapped (:func:`~a2a_compiler.numeric.snap`), so the choices made from them are
+the same wherever the lengths are; but the lengths themselves come from L-BFGS-B
+and BLAS, which differ between SciPy releases and CPU kernels (measured in
+docs/solver.md), which is why arc pricing is opt-in.
 """
 
 from __future__ import annotations

@@ -81,29 +81,27 @@ def seed_arcs(graph: Topology, lengths: np.ndarray, slack: float = SEED_SLACK) -
     return mask
 
 
-def priced_master_lp(graph: Topology, sources: np.ndarray, sinks, *, volumes: np.ndarray | None = None,
-                     demand=None, progress=None, label: str = "master LP"):
-    """Minimise congestion ``U`` over :func:`~.mcf.flow_lp` (no symmetry) by arc pricing.
+def priced_master_lp(graph: Topology, sinks, *, volumes: np.ndarray | None = None, demand=None, progress=None,
+                     label: str = "master LP"):
+    """Minimise congestion ``U`` over :func:`~.mcf.flow_lp` with one source per host, in host order (the plain
+    master LP: no symmetry), by arc pricing.
 
-    Same returns as :func:`~.mcf.solve_flow_lp`: ``(U, flows K x E, link lengths, LPResult, build
+    Returns what :func:`~.mcf.solve_flow_lp` does, ``(U, flows n_hosts x E, link lengths, LPResult, build
     seconds)``; the lengths are those with the best weak-duality bound seen (seed or any round's
     capacity duals), the LPResult is the last restricted master's with the rounds' seconds and
     iterations summed.  ``volumes`` (``n_hosts x n_hosts``) and ``demand`` weight the pairs as the
     sinks do.  The last value returned is a dict of the rounds, columns and seed seconds.
     """
     tick = tick_of(progress)
-    sources = np.asarray(sources, dtype=np.int64)
-    K, E = len(sources), graph.n_links
+    K, E = graph.n_hosts, graph.n_links
     t0 = time.perf_counter()
     lengths, bound = free_energy_lengths(graph, volumes, demand=demand, progress=progress)
     seed_seconds = time.perf_counter() - t0
     if progress:
         progress(f"{label}: free-energy lengths in {seed_seconds:.1f} s, bound {bound:.9g}")
     t0 = time.perf_counter()
-    A, lower, upper = flow_lp(graph, sources, sinks)
+    A, lower, upper = flow_lp(graph, np.arange(K), sinks)
     AT = sp.csr_array(A.T)
-    if not np.array_equal(sources, np.arange(graph.n_hosts)):
-        raise ValueError("priced_master_lp prices one master column block per host, in host order")
     mask = seed_arcs(graph, lengths)
     build = time.perf_counter() - t0
     c = np.zeros(A.shape[1])
