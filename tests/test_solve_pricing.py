@@ -12,7 +12,7 @@ from a2a_compiler.fabric import Fabric
 from a2a_compiler.solve import solve
 from a2a_compiler.solve.certificate import dual_upper_bound
 from a2a_compiler.solve.free_energy import free_energy, free_energy_lengths
-from a2a_compiler.solve.pricing import seed_arcs
+from a2a_compiler.solve.pricing import PDLP_FINAL_TOLERANCE, PDLP_TOLERANCE, round_options, seed_arcs
 from a2a_compiler.topology import from_spec
 from a2a_compiler.topology.puncture import puncture
 
@@ -93,3 +93,18 @@ def test_cli_prices_the_master_lp(capsys):
     assert main(["solve", "jellyfish:24,3,seed=2", "--pricing", "on", "--symmetry", "on"]) == 2
     assert capsys.readouterr().err.strip().splitlines() == [
         "a2a solve: error: --pricing on prices the plain master LP; it excludes --symmetry on"]
+
+
+def test_priced_master_by_pdlp_on_the_presolved_lp():
+    topo = from_spec("jellyfish:24,3,seed=2")
+    full = solve(topo, method="mcf-decomp", pricing="off")
+    priced = solve(topo, method="mcf-decomp", pricing="on", solver="pdlp")
+    assert priced.info["solver"] == "pdlp" and priced.info["master"] == "priced"
+    assert priced.concurrent_flow == pytest.approx(full.concurrent_flow, rel=1e-6) == 1 / 36
+    assert priced.gap <= 1e-6 and priced.info["conservation_error"] <= 1e-12
+
+
+def test_round_options_tighten_pdlp_near_the_bound():
+    assert round_options("ipm", 1.0) == {"presolve": "on"}
+    assert round_options("pdlp", 1e-4)["pdlp_optimality_tolerance"] == PDLP_TOLERANCE == 1e-7
+    assert round_options("pdlp", 1e-5)["primal_feasibility_tolerance"] == PDLP_FINAL_TOLERANCE == 1e-8

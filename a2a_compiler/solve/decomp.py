@@ -37,7 +37,7 @@ from ..topology.model import Topology
 from .certificate import Routing, decompose_commodities, decompose_flow, dual_upper_bound, solve_graph
 from .lp import WAKE_INTERVAL, solve_lp
 from .mcf import DEFAULT_SOLVER, finish, flow_lp, pick_solver, solve_flow_lp
-from .pricing import PRICING_MODES, priced_master_lp
+from .pricing import PRICING_MODES, ROUND_SOLVERS, priced_master_lp
 from .result import FlowSolution
 from .symmetry import Symmetry, find_symmetry, wanted
 
@@ -220,8 +220,8 @@ def mcf_decomp(topology: Topology, fabric: Fabric | None = None, *, solver: str 
         raise A2AError(f"unknown pricing mode {pricing!r}; choose one of {', '.join(PRICING_MODES)}")
     if pricing == "on" and symmetry in ("on", True):
         raise A2AError("--pricing on prices the plain master LP; it excludes --symmetry on")
-    if pricing == "on" and solver not in ("auto", "ipm"):
-        raise A2AError(f"--pricing on solves its restricted master LPs by interior point; "
+    if pricing == "on" and solver not in ("auto", *ROUND_SOLVERS):
+        raise A2AError(f"--pricing on solves its restricted master LPs by interior point or PDLP; "
                        f"it excludes --solver {solver}")
     fabric, aug, _, _ = solve_graph(topology, fabric)
     g = aug.topology
@@ -243,7 +243,7 @@ def mcf_decomp(topology: Topology, fabric: Fabric | None = None, *, solver: str 
     priced = pricing == "on"
     if priced:
         U, flows, lengths, res, build, pricing_info = priced_master_lp(g, sinks, volumes=amounts, demand=demand,
-                                                                       progress=progress)
+                                                                       solver=solver, progress=progress)
     else:
         U, flows, lengths, res, build = solve_flow_lp(g, reps, sinks, solver=solver, progress=progress,
                                                       symmetry=sym, label="master LP")

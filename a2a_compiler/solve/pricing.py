@@ -11,9 +11,9 @@ Ford & Fulkerson 1958, Jones, Lustig, Farvolden & Powell 1993):
 1. *Seed.*  Near-optimal lengths come without an LP from the free-energy smoothing
    of the dual (:mod:`.free_energy`); each source starts with the arcs within
    :data:`SEED_SLACK` of its shortest-path DAG under them (:func:`seed_arcs`).
-2. *Restricted master.*  The master LP over those columns (interior point, with
-   HiGHS's presolve, which eliminates the tree flows) gives a feasible flow — its
-   ``F`` is a lower bound — and duals.
+2. *Restricted master.*  The master LP over those columns (after HiGHS's presolve,
+   which eliminates the tree flows: interior point, or PDLP above 2 million nonzeros)
+   gives a feasible flow — its ``F`` is a lower bound — and duals.
 3. *Pricing.*  Every column left out gets its reduced cost from the duals
    (``c - Aᵀy``, vectorised over all of them); those below ``-PRICE_TOL·U`` join
    the master, and 2–3 repeat until none is left or the gap closes.
@@ -43,7 +43,7 @@ from ..topology.model import Topology
 from .certificate import dual_upper_bound
 from .free_energy import free_energy_lengths
 from .lp import solve_lp
-from .mcf import flow_lp
+from .mcf import flow_lp, pick_solver
 
 #: A source's seed arcs: ``dist(s, u) + l(u→v) <= dist(s, v) + SEED_SLACK·median(l)`` under the
 #: free-energy lengths.  Measured on jellyfish:256,4,seed=1 (optimum F = 0.003559213), arcs per source
@@ -58,6 +58,28 @@ PRICE_TOL = 1e-9
 #: Stop once the restricted master's F is within this relative gap of the best dual bound: below
 #: issue #22's 1e-6, with room for the split's repair of IPX's 1e-7 infeasibilities.
 GAP = 8e-7
+#: The restricted master LPs go to :func:`~.mcf.pick_solver` by their nonzeros, with HiGHS's presolve
+#: (which removes the tree flows): IPX below 2 million, PDLP above.  Measured on the first restricted
+#: master of jellyfish:1000,4,seed=1 (3.3 million nonzeros; 26 221 rows x 98 756 columns after presolve):
+#: PDLP 20.4 s at tolerance 1e-8, 23.2 s at 1e-7, IPX 97 s (22 iterations of 4.4 s); on jellyfish:256 IPX
+#: is faster (the second round 1.5 s against 5.5 s for PDLP's 19 720 iterations).
+ROUND_SOLVERS = ("ipm", "pdlp")
+#: PDLP's relative tolerance in the rounds, and in those that follow a round within :data:`PDLP_CLOSE_GAP`
+#: of the bound (the last ones): the split repairs PDLP's primal infeasibility at the cost of F.  Measured on
+#: jellyfish:1000,4,seed=1, 5 rounds each: every round at 1e-8 662 s wall, certified gap 3.9e-7; at 1e-7
+#: 492 s, but gap 1.6e-6 (the LP's F was within 2.3e-7 of the bound, the split's 1.4e-6 below it).
+PDLP_TOLERANCE, PDLP_FINAL_TOLERANCE, PDLP_CLOSE_GAP = 1e-7, 1e-8, 1e-5
+
+
+def round_options(solver: str, gap: float) -> dict:
+    """HiGHS options of a restricted master LP solved by ``solver`` after a round that left ``gap``."""
+    if solver != "pdlp":
+        return {"presolve": "on"}
+    tol = PDLP_FINAL_TOLERANCE if gap <= PDLP_CLOSE_GAP else PDLP_TOLERANCE
+    return {"presolve": "on", "pdlp_optimality_tolerance": tol, "primal_feasibility_tolerance": tol,
+            "dual_feasibility_tolerance": tol}
+
+
 #: Most pricing rounds (each solves one restricted master).
 MAX_ROUNDS = 30
 #: Values of the ``pricing`` option.
@@ -81,8 +103,8 @@ def seed_arcs(graph: Topology, lengths: np.ndarray, slack: float = SEED_SLACK) -
     return mask
 
 
-def priced_master_lp(graph: Topology, sinks, *, volumes: np.ndarray | None = None, demand=None, progress=None,
-                     label: str = "master LP"):
+def priced_master_lp(graph: Topology, sinks, *, volumes: np.ndarray | None = None, demand=None, solver: str = "auto",
+                     progress=None, label: str = "master LP"):
     """Minimise congestion ``U`` over :func:`~.mcf.flow_lp` with one source per host, in host order (the plain
     master LP: no symmetry), by arc pricing.
 
@@ -90,7 +112,8 @@ def priced_master_lp(graph: Topology, sinks, *, volumes: np.ndarray | None = Non
     seconds)``; the lengths are those with the best weak-duality bound seen (seed or any round's
     capacity duals), the LPResult is the last restricted master's with the rounds' seconds and
     iterations summed.  ``volumes`` (``n_hosts x n_hosts``) and ``demand`` weight the pairs as the
-    sinks do.  The last value returned is a dict of the rounds, columns and seed seconds.
+    sinks do.  ``solver`` (``auto``, ``ipm`` or ``pdlp``) solves the restricted masters; ``auto`` picks by size
+    (:data:`ROUND_SOLVERS`).  The last value returned is a dict of the rounds, columns and seed seconds.
     """
     tick = tick_of(progress)
     K, E = graph.n_hosts, graph.n_links
@@ -107,11 +130,14 @@ def priced_master_lp(graph: Topology, sinks, *, volumes: np.ndarray | None = Non
     c = np.zeros(A.shape[1])
     c[0] = 1.0
     seconds = iterations = 0
+    gap = np.inf
     for rounds in range(1, MAX_ROUNDS + 1):
         cols = np.concatenate([[0], 1 + np.flatnonzero(mask.ravel())])
         if tick:
             tick(f"{label}: round {rounds}, {len(cols)} of {A.shape[1]} columns")
-        res = solve_lp(c[cols], A[:, cols], lower, upper, solver="ipm", options={"presolve": "on"},
+        restricted = A[:, cols]
+        round_solver = pick_solver(solver, restricted.nnz)
+        res = solve_lp(c[cols], restricted, lower, upper, solver=round_solver, options=round_options(round_solver, gap),
                        inexact_ok=True, label=f"{label} round {rounds}", progress=progress)
         seconds += res.seconds
         iterations += res.iterations
