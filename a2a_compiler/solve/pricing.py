@@ -56,7 +56,7 @@ SEED_SLACK = 0.05
 #: Columns whose reduced cost is below ``-PRICE_TOL·U`` are priced in.
 PRICE_TOL = 1e-9
 #: Stop once the restricted master's F is within this relative gap of the best dual bound: below
-#: issue #22's 1e-6, with room for the split's repair of IPX's 1e-7 infeasibilities.
+#: issue #22's 1e-6, with room for the split's repair of the LP solver's infeasibilities.
 GAP = 8e-7
 #: The restricted master LPs go to :func:`~.mcf.pick_solver` by their nonzeros, with HiGHS's presolve
 #: (which removes the tree flows): IPX below 2 million, PDLP above.  Measured on the first restricted
@@ -113,7 +113,7 @@ def priced_master_lp(graph: Topology, sinks, *, volumes: np.ndarray | None = Non
     capacity duals), the LPResult is the last restricted master's with the rounds' seconds and
     iterations summed.  ``volumes`` (``n_hosts x n_hosts``) and ``demand`` weight the pairs as the
     sinks do.  ``solver`` (``auto``, ``ipm`` or ``pdlp``) solves the restricted masters; ``auto`` picks by size
-    (:data:`ROUND_SOLVERS`).  The last value returned is a dict of the rounds, columns and seed seconds.
+    (:func:`~.mcf.pick_solver`).  The last value returned is a dict of the rounds, columns and seed seconds.
     """
     tick = tick_of(progress)
     K, E = graph.n_hosts, graph.n_links
