@@ -1,6 +1,7 @@
 """The master LP by arc pricing (free-energy seed, restricted master, reduced-cost pricing): same optimum."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ from a2a_compiler.fabric import Fabric
 from a2a_compiler.solve import solve
 from a2a_compiler.solve.certificate import dual_upper_bound
 from a2a_compiler.solve.free_energy import free_energy, free_energy_lengths
-from a2a_compiler.solve.pricing import PDLP_FINAL_TOLERANCE, PDLP_TOLERANCE, round_options, seed_arcs
+from a2a_compiler.solve.pricing import PDLP_FINAL_TOLERANCE, PDLP_TOLERANCE, WIDEN_GAP, round_options, seed_arcs
 from a2a_compiler.topology import from_spec
 from a2a_compiler.topology.puncture import puncture
 
@@ -71,6 +72,19 @@ def test_priced_master_equals_the_full_master(case):
     assert priced.info["priced_columns"] < priced.info["lp_columns"]
     assert priced.concurrent_flow == pytest.approx(full.concurrent_flow, rel=1e-6)
     assert priced.gap <= 1e-6 and priced.info["conservation_error"] <= 1e-12
+
+
+def test_pricing_widens_the_seed_dags_while_a_round_is_far_below_the_bound():
+    # genkautz:32,4 minus 2 arcs: the seed DAGs leave round 1 ~35% below the bound (a bottleneck arc)
+    topo = puncture(from_spec("genkautz:32,4"), remove_links=2, seed=1)
+    said = []
+    priced = solve(topo, method="mcf-decomp", pricing="on", progress=said.append)
+    rounds = [m for m in said if re.match(r"master LP: round \d+:", m)]
+    assert rounds[0].endswith(", DAGs widened to slack 0.1")
+    assert float(re.search(r"gap ([0-9.e+-]+)\)", rounds[0])[1]) > WIDEN_GAP
+    full = solve(topo, method="mcf-decomp", pricing="off")
+    assert priced.concurrent_flow == pytest.approx(full.concurrent_flow, rel=1e-6)
+    assert priced.gap <= 1e-6
 
 
 def test_pricing_refuses_what_it_cannot_do():

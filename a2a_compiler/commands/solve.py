@@ -41,7 +41,8 @@ pricing: without symmetry (a random expander, a fabric with failed cables)
 the free-energy smoothing of the dual (no LP) pick each source's near-shortest
 arcs, a restricted master LP over those columns is solved (IPX; PDLP above
 2 million nonzeros, --solver ipm/pdlp to choose), and the columns of
-negative reduced cost are priced in until the certified gap is below 8e-7.
+negative reduced cost are priced in until the certified gap is below 8e-7
+(a round over 1e-2 below the bound also widens the near-shortest arcs).
 Same optimum and certificate, a fraction of the columns (jellyfish:256,4:
 5 s against 42 s for the full LP).  Not the default: its seed comes from SciPy's
 L-BFGS-B, so its flows (not F) may differ between SciPy releases.
