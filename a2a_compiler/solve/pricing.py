@@ -58,9 +58,9 @@ from .mcf import flow_lp, pick_solver
 SEED_SLACK = 0.05
 #: A round whose F is more than this relative gap below the best bound widens the DAGs of the next
 #: (the slack doubles, under the best lengths).  Measured on genkautz:256,4 minus 2 arcs (seed 1), whose
-#: free-energy lengths range 0.03–4.1 medians: slack 0.05 leaves the first round 2.1e-1 below the optimum
+#: free-energy lengths range 0.03–4.1 medians: slack 0.05 leaves the first round 2.1e-1 below the bound
 #: (an integer bottleneck load, 1/F = 301.5) and reduced costs alone then take 20 rounds and 107 s; slack
-#: 0.1 and 0.2 reach the optimum F.  Jellyfish's first rounds are within 2e-4, below the threshold.
+#: 0.1 and 0.2 reach the optimum F.  Jellyfish's first rounds are within 3e-4, below the threshold.
 WIDEN_GAP = 1e-2
 #: Columns whose reduced cost is below ``-PRICE_TOL·U`` are priced in.
 PRICE_TOL = 1e-9
@@ -105,7 +105,7 @@ def seed_arcs(graph: Topology, lengths: np.ndarray, slack: float = SEED_SLACK) -
     and the comparison is the same on every machine."""
     live = graph.capacity > 0
     l = np.asarray(lengths, dtype=float)
-    l = snap(l / float(np.median(l[live])))
+    l = snap(l / float(np.median(l[live & (l > 0)])))   # a round's duals (widened DAGs) may be mostly 0
     n, nh = graph.n_nodes, graph.n_hosts
     adj = sp.csr_array((l[live], (graph.src[live], graph.dst[live])), shape=(n, n))
     dist = csgraph.dijkstra(adj, directed=True, indices=np.arange(nh))
