@@ -98,14 +98,15 @@ PRICING_MODES = ("off", "on")
 
 
 def seed_arcs(graph: Topology, lengths: np.ndarray, slack: float = SEED_SLACK) -> np.ndarray:
-    """``n_hosts x links`` mask of the columns the first restricted master LP gets: the links within
-    ``slack·median(l)`` of host ``s``'s shortest-path DAG under ``lengths`` (every node keeps its
-    shortest-path links, so the LP is feasible on a connected graph).  Links into the source and
+    """``n_hosts x links`` mask of the columns the first restricted master LP gets (and a widened round,
+    at a larger ``slack``): the links within ``slack·m`` of host ``s``'s shortest-path DAG under
+    ``lengths``, ``m`` the median of the positive lengths (a round's capacity duals are mostly 0; every
+    node keeps its shortest-path links, so the LP is feasible on a connected graph).  Links into the source and
     zero-capacity links are left out.  The lengths are snapped first, so sums along paths are exact
     and the comparison is the same on every machine."""
     live = graph.capacity > 0
     l = np.asarray(lengths, dtype=float)
-    l = snap(l / float(np.median(l[live & (l > 0)])))   # a round's duals (widened DAGs) may be mostly 0
+    l = snap(l / float(np.median(l[live & (l > 0)])))
     n, nh = graph.n_nodes, graph.n_hosts
     adj = sp.csr_array((l[live], (graph.src[live], graph.dst[live])), shape=(n, n))
     dist = csgraph.dijkstra(adj, directed=True, indices=np.arange(nh))
