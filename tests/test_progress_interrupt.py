@@ -11,12 +11,14 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 import scipy.sparse as sp
 
 from a2a_compiler.progress import Progress
 from a2a_compiler.solve.lp import solve_lp
 from a2a_compiler.solve.mcf import flow_lp
 from a2a_compiler.topology import from_spec
+from solvers import needs_hipo
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -62,14 +64,18 @@ def _master_lp(n):
     return c, A, lo, hi
 
 
-def test_highs_iterations_reach_progress_not_stdout(capfd):
+@pytest.mark.parametrize("solver", ["ipm", pytest.param("hipo", marks=needs_hipo)])
+def test_highs_iterations_reach_progress_not_stdout(capfd, solver):
     c, A, lo, hi = _master_lp(24)
     seen = []
-    res = solve_lp(c, A, lo, hi, solver="ipm", label="master LP", progress=seen.append)
+    res = solve_lp(c, A, lo, hi, solver=solver, label="master LP", progress=seen.append)
     assert res.status == "Optimal"
     iterations = [m for m in seen if m.startswith("master LP: iteration ")]
     assert len(iterations) >= 5
-    assert abs(float(iterations[-1].rsplit("objective ", 1)[1]) - res.objective) <= 1e-6 * res.objective
+    if solver == "hipo":                      # HiPO's ticks carry the iteration only
+        assert iterations[-1] == f"master LP: iteration {res.iterations}"
+    else:
+        assert abs(float(iterations[-1].rsplit("objective ", 1)[1]) - res.objective) <= 1e-6 * res.objective
     assert capfd.readouterr().out == ""       # HiGHS logs through the callback only
 
 
@@ -98,14 +104,17 @@ def _wait_for(proc, stream, needle, timeout=120.0, count=1):
                          f"stderr: {proc.stderr.read() if proc.stderr is not stream else ''}")
 
 
-def test_ctrl_c_stops_a_running_master_lp(tmp_path):
-    """SIGINT while HiGHS iterates: exit 130, one line after the progress, no traceback, no file."""
+@pytest.mark.parametrize("solver", ["ipm", pytest.param("hipo", marks=needs_hipo)])
+def test_ctrl_c_stops_a_running_master_lp(tmp_path, solver):
+    """SIGINT while HiGHS iterates (IPX, or HiPO in a priced master's round): exit 130, one line after
+    the progress, no traceback, no file."""
     out = tmp_path / "never.npz"
-    p = subprocess.Popen([sys.executable, "-m", "a2a_compiler", "solve", "genkautz:400,4", "--symmetry", "off",
-                          "--save", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    spec = (["genkautz:400,4", "--symmetry", "off"] if solver == "ipm" else
+            ["genkautz:256,4", "--remove-links", "2", "--seed", "1", "--pricing", "on", "--solver", solver])
+    p = subprocess.Popen([sys.executable, "-m", "a2a_compiler", "solve", *spec, "--save", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          cwd=tmp_path, preexec_fn=_sigint_default)
     try:
-        _wait_for(p, p.stderr, "master LP: iteration")
+        _wait_for(p, p.stderr, "master LP: iteration" if solver == "ipm" else "master LP round 2: iteration")
         p.send_signal(signal.SIGINT)
         stdout, rest = p.communicate(timeout=120)
     finally:

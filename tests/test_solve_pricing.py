@@ -13,9 +13,11 @@ from a2a_compiler.fabric import Fabric
 from a2a_compiler.solve import solve
 from a2a_compiler.solve.certificate import dual_upper_bound
 from a2a_compiler.solve.free_energy import free_energy, free_energy_lengths
+from a2a_compiler.solve.lp import hipo_available
 from a2a_compiler.solve.pricing import PDLP_FINAL_TOLERANCE, PDLP_TOLERANCE, WIDEN_GAP, round_options, seed_arcs
 from a2a_compiler.topology import from_spec
 from a2a_compiler.topology.puncture import puncture
+from solvers import needs_hipo
 
 
 def test_free_energy_gradient_matches_finite_differences():
@@ -86,7 +88,7 @@ def test_pricing_widens_the_seed_dags_while_a_round_is_far_below_the_bound():
     topo = puncture(from_spec("genkautz:32,4"), remove_links=2, seed=1)
     said = []
     priced = solve(topo, method="mcf-decomp", pricing="on", progress=said.append)
-    rounds = [m for m in said if re.match(r"master LP: round \d+:", m)]
+    rounds = [m for m in said if re.match(r"master LP: round \d+ \(ipm\):", m)]
     assert rounds[0].endswith(", DAGs widened to slack 0.1")
     assert float(re.search(r"gap ([0-9.e+-]+)\)", rounds[0])[1]) > WIDEN_GAP
     full = solve(topo, method="mcf-decomp", pricing="off")
@@ -129,3 +131,26 @@ def test_round_options_tighten_pdlp_near_the_bound():
     assert round_options("ipm", 1.0) == {"presolve": "on"}
     assert round_options("pdlp", 1e-4)["pdlp_optimality_tolerance"] == PDLP_TOLERANCE == 1e-7
     assert round_options("pdlp", 1e-5)["primal_feasibility_tolerance"] == PDLP_FINAL_TOLERANCE == 3e-8
+
+
+@pytest.mark.parametrize("solver", [pytest.param("hipo", marks=needs_hipo)])
+def test_priced_master_by_hipo(solver):
+    topo = puncture(from_spec("genkautz:32,4"), remove_links=2, seed=1)
+    said = []
+    full = solve(topo, method="mcf-decomp", pricing="off")
+    priced = solve(topo, method="mcf-decomp", pricing="on", solver=solver, progress=said.append)
+    assert priced.info["solver"] == "hipo" and priced.info["master"] == "priced"
+    assert any(re.match(r"master LP: round 1 \(hipo\):", m) for m in said)
+    assert priced.concurrent_flow == pytest.approx(full.concurrent_flow, rel=1e-6)
+    assert priced.gap <= 1e-6 and priced.info["conservation_error"] <= 1e-12
+
+
+@pytest.mark.skipif(hipo_available(), reason="highspy-extras is installed, so HiPO is not missing")
+def test_cli_says_hipo_is_missing(capsys):
+    from a2a_compiler.cli import main
+
+    assert main(["solve", "jellyfish:24,3,seed=2", "--pricing", "on", "--solver", "hipo"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and re.fullmatch(
+        r"a2a solve: error: the hipo solver needs highspy-extras of highspy's own release \(highspy [0-9.]+ is "
+        r"installed\): pip install 'a2a-compiler\[hipo\]'", err[0])

@@ -221,7 +221,7 @@ def mcf_decomp(topology: Topology, fabric: Fabric | None = None, *, solver: str 
     if pricing == "on" and symmetry in ("on", True):
         raise A2AError("--pricing on prices the plain master LP; it excludes --symmetry on")
     if pricing == "on" and solver not in ("auto", *ROUND_SOLVERS):
-        raise A2AError(f"--pricing on solves its restricted master LPs by interior point or PDLP; "
+        raise A2AError(f"--pricing on solves its restricted master LPs by interior point (IPX or HiPO) or PDLP; "
                        f"it excludes --solver {solver}")
     fabric, aug, _, _ = solve_graph(topology, fabric)
     g = aug.topology

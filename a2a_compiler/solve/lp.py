@@ -21,6 +21,7 @@ command's own — is read for restart and iteration lines, which become ticks.
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import pickle
 import queue
@@ -31,6 +32,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, replace
+from importlib import metadata
 from pathlib import Path
 
 import highspy
@@ -61,6 +63,7 @@ SOLVERS = {
     "simplex": {"solver": "simplex"},
     "ipm": {"solver": "ipm", "run_crossover": "off", "presolve": "off", "ipm_optimality_tolerance": 1e-7},
     "ipm-crossover": {"solver": "ipm", "run_crossover": "on"},
+    "hipo": {"solver": "hipo", "run_crossover": "off", "presolve": "off", "ipm_optimality_tolerance": 1e-7},
     "pdlp": {"solver": "pdlp", "pdlp_optimality_tolerance": 1e-5, "primal_feasibility_tolerance": 1e-5,
              "dual_feasibility_tolerance": 1e-5},
 }
@@ -98,12 +101,20 @@ def solver_running() -> bool:
     return any(t.is_alive() for t in _threads)
 
 
-def run_highs(h: highspy.Highs, *, label: str = "LP", progress=None) -> None:
+@functools.cache
+def hipo_available() -> bool:
+    """Whether this highspy runs HiPO, HiGHS's interior point with a direct (supernodal Cholesky)
+    factorisation of the normal equations: it needs the ``highspy-extras`` package of highspy's own release."""
+    return quiet_highs().setOptionValue("solver", "hipo") == highspy.HighsStatus.kOk
+
+
+def run_highs(h: highspy.Highs, *, label: str = "LP", progress=None, hipo: bool = False) -> None:
     """``h.run()``, interruptible by Ctrl-C, with iteration ticks sent to ``progress``.
 
     Ticks come from the log HiGHS hands to its logging callback (console
-    logging stays off).  Not for PDLP, which polls no interrupt callback and
-    logs on stdout: :func:`solve_lp` runs it in a child process.
+    logging stays off); HiPO (``hipo``) logs its iterations on the console only, so its ticks come
+    from the interior-point callback, which it calls with the iteration count.  Not for PDLP, which
+    polls no interrupt callback and logs on stdout: :func:`solve_lp` runs it in a child process.
 
     Raises :class:`KeyboardInterrupt` once HiGHS has stopped (or after
     :data:`INTERRUPT_GRACE` seconds if it does not poll its callbacks).
@@ -111,14 +122,19 @@ def run_highs(h: highspy.Highs, *, label: str = "LP", progress=None) -> None:
     stop = threading.Event()
     done = threading.Event()
 
+    tick = tick_of(progress)
+    ticked = [0]
+
     def interrupt(event):
         if stop.is_set():
             event.interrupt()
+        elif hipo and tick is not None and event.data_out.ipm_iteration_count > ticked[0]:
+            ticked[0] = event.data_out.ipm_iteration_count
+            tick(f"{label}: iteration {ticked[0]}")
 
     h.cbSimplexInterrupt.subscribe(interrupt)
     h.cbIpmInterrupt.subscribe(interrupt)
     h.cbMipInterrupt.subscribe(interrupt)
-    tick = tick_of(progress)
     if tick is not None:
         def log(event):
             m = _ITERATION_LINE.match(event.message)
@@ -212,7 +228,8 @@ def solve_lp(
     ``solver`` is one of :data:`SOLVERS`: ``"simplex"`` (dual simplex, a vertex),
     ``"ipm"`` (interior point *without* crossover or presolve, whose postsolve spoils
     interior duals; optimality tolerance 1e-7: fast, callers certify and
-    repair), ``"ipm-crossover"``, ``"pdlp"``
+    repair), ``"hipo"`` (the same by HiPO, HiGHS's interior point with a direct factorisation, where
+    :func:`hipo_available`), ``"ipm-crossover"``, ``"pdlp"``
     (first-order, low memory; with ``options={"presolve": "on"}`` on the LP as HiGHS presolves it for
     its other solvers, then postsolved) or ``"auto"`` (HiGHS chooses).  Extra HiGHS options
     go in ``options``.  Raises :class:`A2AError` unless HiGHS reports an optimal model
@@ -224,6 +241,9 @@ def solve_lp(
     """
     if solver not in SOLVERS:
         raise A2AError(f"unknown LP solver {solver!r}; choose one of {', '.join(SOLVERS)}")
+    if solver == "hipo" and not hipo_available():
+        raise A2AError(f"the hipo solver needs highspy-extras of highspy's own release (highspy "
+                       f"{metadata.version('highspy')} is installed): pip install 'a2a-compiler[hipo]'")
     settings = {**SOLVERS[solver], **({"time_limit": float(time_limit)} if time_limit is not None else {}),
                 **(options or {})}
     A = sp.csc_array(A)
@@ -237,7 +257,7 @@ def solve_lp(
         for key, value in settings.items():
             h.setOptionValue(key, value)
         _pass_model(h, *model)
-        run_highs(h, label=label, progress=progress)
+        run_highs(h, label=label, progress=progress, hipo=settings.get("solver") == "hipo")
         out = _Outcome.of(h)
     seconds = time.perf_counter() - t0
     optimal = out.model_status == int(highspy.HighsModelStatus.kOptimal)

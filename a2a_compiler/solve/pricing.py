@@ -71,8 +71,10 @@ GAP = 8e-7
 #: (which removes the tree flows): IPX below 2 million, PDLP above.  Measured on the first restricted
 #: master of jellyfish:1000,4,seed=1 (3.3 million nonzeros; 26 221 rows x 98 756 columns after presolve):
 #: PDLP 20.4 s at tolerance 1e-8, 23.2 s at 1e-7, IPX 97 s (22 iterations of 4.4 s); on jellyfish:256 IPX
-#: is faster (the second round 1.5 s against 5.5 s for PDLP's 19 720 iterations).
-ROUND_SOLVERS = ("ipm", "pdlp")
+#: is faster (the second round 1.5 s against 5.5 s for PDLP's 19 720 iterations).  ``--solver hipo`` (HiPO,
+#: the hipo extra) is not picked by size: on the punctured GenKautz(1000,4) its rounds take 62 and 452 s where
+#: PDLP takes 133 and 643 s, but on jellyfish:1000's first round 72 s against PDLP's 20 s (docs/solver.md).
+ROUND_SOLVERS = ("ipm", "hipo", "pdlp")
 #: PDLP's relative tolerance in the rounds, and in those that follow a round within :data:`PDLP_CLOSE_GAP`
 #: of the bound (the last ones): the split repairs PDLP's primal infeasibility at the cost of F.  Measured on
 #: jellyfish:1000,4,seed=1, 5 rounds each: every round at 1e-8 662 s wall, certified gap 3.9e-7; at 1e-7
@@ -148,8 +150,8 @@ def priced_master_lp(graph: Topology, sinks, *, volumes: np.ndarray | None = Non
         if tick:
             tick(f"{label}: round {rounds}, {len(cols)} of {A.shape[1]} columns")
         restricted = A[:, cols]
-        round_solver = pick_solver(solver, restricted.nnz)
-        res = solve_lp(c[cols], restricted, lower, upper, solver=round_solver, options=round_options(round_solver, gap),
+        chosen = pick_solver(solver, restricted.nnz)
+        res = solve_lp(c[cols], restricted, lower, upper, solver=chosen, options=round_options(chosen, gap),
                        inexact_ok=True, label=f"{label} round {rounds}", progress=progress)
         seconds += res.seconds
         iterations += res.iterations
@@ -168,7 +170,7 @@ def priced_master_lp(graph: Topology, sinks, *, volumes: np.ndarray | None = Non
             new |= seed_arcs(graph, lengths, slack) & ~mask
             widened = f", DAGs widened to slack {slack:g}"
         if progress:
-            progress(f"{label}: round {rounds}: {len(cols)} columns, F = {1 / U:.9g}, bound {bound:.9g} "
+            progress(f"{label}: round {rounds} ({chosen}): {len(cols)} columns, F = {1 / U:.9g}, bound {bound:.9g} "
                      f"(gap {gap:.1e}), {int(new.sum())} columns priced in{widened}")
         if gap <= GAP or not new.any():
             break
