@@ -153,4 +153,4 @@ def test_cli_says_hipo_is_missing(capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and re.fullmatch(
         r"a2a solve: error: the hipo solver needs highspy-extras of highspy's own release \(highspy [0-9.]+ is "
-        r"installed\): pip install 'a2a-compiler\[hipo\]'", err[0])
+        r"installed\): install the hipo extra, pip install '\.\[hipo\]' in the a2a-compiler checkout", err[0])

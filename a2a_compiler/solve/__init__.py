@@ -70,6 +70,7 @@ def solve(topology: Topology, fabric: Fabric | None = None, method: str = "mcf-d
     :class:`A2AError` naming it.
     """
     from ..demand import as_demand
+    from .lp import check_solver
 
     func = method_function(method)
     allowed = method_options(method)
@@ -77,6 +78,8 @@ def solve(topology: Topology, fabric: Fabric | None = None, method: str = "mcf-d
     if unknown:
         raise A2AError(f"{method} does not take option{'s' if len(unknown) > 1 else ''} "
                        f"{', '.join(map(repr, unknown))}; it takes {', '.join(allowed)}")
+    if "solver" in options:
+        check_solver(options["solver"])
     fabric = fabric or Fabric()
     topology = apply_link_classes(topology, fabric)
     check_lp_size(topology, fabric, method)

@@ -108,6 +108,16 @@ def hipo_available() -> bool:
     return quiet_highs().setOptionValue("solver", "hipo") == highspy.HighsStatus.kOk
 
 
+def check_solver(solver: str) -> None:
+    """Raise :class:`A2AError` unless ``solver`` is one of :data:`SOLVERS` that this install runs."""
+    if solver not in SOLVERS:
+        raise A2AError(f"unknown LP solver {solver!r}; choose one of {', '.join(SOLVERS)}")
+    if solver == "hipo" and not hipo_available():
+        raise A2AError(f"the hipo solver needs highspy-extras of highspy's own release (highspy "
+                       f"{metadata.version('highspy')} is installed): install the hipo extra, "
+                       "pip install '.[hipo]' in the a2a-compiler checkout")
+
+
 def run_highs(h: highspy.Highs, *, label: str = "LP", progress=None, hipo: bool = False) -> None:
     """``h.run()``, interruptible by Ctrl-C, with iteration ticks sent to ``progress``.
 
@@ -239,11 +249,7 @@ def solve_lp(
     ``"{label}: iteration k, objective z"`` ticks; Ctrl-C stops HiGHS and raises
     :class:`KeyboardInterrupt` (:func:`run_highs`).
     """
-    if solver not in SOLVERS:
-        raise A2AError(f"unknown LP solver {solver!r}; choose one of {', '.join(SOLVERS)}")
-    if solver == "hipo" and not hipo_available():
-        raise A2AError(f"the hipo solver needs highspy-extras of highspy's own release (highspy "
-                       f"{metadata.version('highspy')} is installed): pip install 'a2a-compiler[hipo]'")
+    check_solver(solver)
     settings = {**SOLVERS[solver], **({"time_limit": float(time_limit)} if time_limit is not None else {}),
                 **(options or {})}
     A = sp.csc_array(A)
