@@ -102,6 +102,10 @@ def test_pricing_refuses_what_it_cannot_do():
         solve(topo, method="mcf-decomp", pricing="on", symmetry="on")
     with pytest.raises(A2AError, match="excludes --solver simplex"):
         solve(topo, method="mcf-decomp", pricing="on", solver="simplex")
+    with pytest.raises(A2AError, match=r"^--solver hipo is for --pricing on's restricted master LPs, whose source "
+                       r"blocks are near-trees; on a full flow LP its factor grows about as N\^3 .*: add --pricing on, "
+                       r"or use ipm$"):
+        solve(topo, method="mcf-decomp", solver="hipo")
     with pytest.raises(A2AError, match="unknown pricing mode 'maybe'; choose one of off, on"):
         solve(topo, method="mcf-decomp", pricing="maybe")
 

@@ -121,8 +121,8 @@ def register(sub) -> None:
                         f"{PDLP_ABOVE_NNZ:.0e} nonzeros, then 'pdlp' (first-order, tolerance 1e-5, certified gap "
                         "~1e-4; 1.9x faster than ipm at N=512 on GenKautz).  'simplex' gives vertex solutions "
                         "but is ~10x slower already at N=64; 'ipm-crossover' is ipm plus a vertex; 'hipo' is HiGHS's "
-                        "interior point with a direct factorisation (the hipo extra), for --pricing on's large "
-                        "rounds on fabrics with many equal paths (1.3x faster than pdlp on punctured "
+                        "interior point with a direct factorisation (the hipo extra), only with --pricing on, for its "
+                        "large rounds on fabrics with many equal paths (1.3x faster than pdlp on punctured "
                         "GenKautz(1000,4))")
     g.add_argument("--child", choices=["paths", "lp"], default="paths",
                    help="mcf-decomp per-source split: exact path decomposition (default) or the paper's "

@@ -58,6 +58,12 @@ def method_options(method: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+#: Why ``solver="hipo"`` needs ``pricing="on"``: measured in docs/solver.md.
+HIPO_UNPRICED = ("--solver hipo is for --pricing on's restricted master LPs, whose source blocks are near-trees; "
+                 "on a full flow LP its factor grows about as N^3 (jellyfish:256: 23 million nonzeros, 113 s "
+                 "against 40 s for ipm): add --pricing on, or use ipm")
+
+
 def solve(topology: Topology, fabric: Fabric | None = None, method: str = "mcf-decomp", *, demand=None,
           **options) -> FlowSolution:
     """Solve the all-to-all flow problem on ``topology`` under ``fabric`` with ``method`` (Basu et al. §3).
@@ -78,6 +84,8 @@ def solve(topology: Topology, fabric: Fabric | None = None, method: str = "mcf-d
     if unknown:
         raise A2AError(f"{method} does not take option{'s' if len(unknown) > 1 else ''} "
                        f"{', '.join(map(repr, unknown))}; it takes {', '.join(allowed)}")
+    if options.get("solver") == "hipo" and options.get("pricing") != "on":
+        raise A2AError(HIPO_UNPRICED)
     if "solver" in options:
         check_solver(options["solver"])
     fabric = fabric or Fabric()
