@@ -139,3 +139,29 @@ def test_workers_are_capped_at_the_work(monkeypatch):
     sol = solve(from_spec("hypercube:3"), method="mcf-decomp", workers=1000, symmetry="off")
     assert sol.lp_time == pytest.approx(4.0, rel=1e-9)
     assert started == ([min(8, cpus)] if cpus > 1 else [])       # 8 sources: at most 8, never 1000
+
+
+def test_child_lp_split_of_an_interior_master_flow_delivers_every_destination():
+    # jellyfish:128's master flow of source 0 leaves its child LP (eqs. 10-14) just outside IPX's
+    # own tolerances (status "Unknown" with highspy 1.16, which stopped `--child lp` there): the
+    # split takes the interior point, and its paths deliver 1 to each destination within the flow
+    # (the certified F is recomputed on them)
+    import scipy.sparse as sp
+
+    from a2a_compiler.solve.certificate import solve_graph
+    from a2a_compiler.solve.decomp import split_source
+    from a2a_compiler.solve.mcf import solve_flow_lp
+    from a2a_compiler.solve.symmetry import Symmetry
+
+    _, aug, _, _ = solve_graph(from_spec("jellyfish:128,4,seed=1"), None)
+    g = aug.topology
+    n = g.n_hosts
+    s, d = np.divmod(np.arange(n * n), n)
+    sinks = sp.coo_array((np.ones(n * n - n), (s[s != d], d[s != d])), shape=(n, g.n_nodes))
+    _, flows, _, _, _ = solve_flow_lp(g, np.arange(n), sinks, solver="auto", symmetry=Symmetry.trivial(g))
+    r = split_source(g, 0, flows[0], "lp", "auto")
+    delivered = np.bincount(r.commodity, weights=r.weight, minlength=n)
+    assert delivered[0] == 0 and np.abs(delivered[1:] - 1).max() <= 1e-6
+    used = np.bincount(r.links, weights=np.repeat(r.weight, np.diff(r.ptr)), minlength=g.n_links)
+    # within the child LP's capacities (the flow, 1e-7 relative and 1e-9 of its largest entry over)
+    assert (used <= flows[0] * (1 + 1e-6) + 1e-8 * flows[0].max()).all()
