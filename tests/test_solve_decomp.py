@@ -142,10 +142,9 @@ def test_workers_are_capped_at_the_work(monkeypatch):
 
 
 def test_child_lp_split_of_an_interior_master_flow_delivers_every_destination():
-    # jellyfish:128's master flow of source 0 leaves its child LP (eqs. 10-14) just outside IPX's
-    # own tolerances (status "Unknown" with highspy 1.16, which stopped `--child lp` there): the
-    # split takes the interior point, and its paths deliver 1 to each destination within the flow
-    # (the certified F is recomputed on them)
+    # jellyfish:128's master flow of source 0 leaves its child LP (eqs. 10-14) barely feasible (IPX
+    # without presolve stopped outside its own tolerances there, which stopped `--child lp`): the
+    # split's paths deliver 1 to each destination within the flow (the certified F is recomputed on them)
     import scipy.sparse as sp
 
     from a2a_compiler.solve.certificate import solve_graph
