@@ -23,7 +23,13 @@ A plain LP that hits the timeout gives a bound on the ratio (``<``).
     python tools/bench_solve.py --sizes 128,256 --family jellyfish        # no symmetry (issue #22)
     python tools/bench_solve.py --sizes 256 --remove-links 2              # GK(256,4) minus 2 cables
     python tools/bench_solve.py --sizes 256 --family jellyfish --pricing --plain-solver ipm   # arc pricing
+    python tools/bench_solve.py --sizes 64 --family jellyfish --child lp --workers 2 --mpi    # per-source work on 2 MPI workers
     flock /tmp/a2a-bench.lock python tools/bench_solve.py --sizes 1000 --plain-max 512
+
+With ``--workers K`` (K > 1) ``ours`` runs twice, on 1 and on K workers (local processes, or with
+``--mpi`` MPI ranks of mpi4py.futures under ``mpiexec -n K+1``), instead of beside the plain LP: printed
+per N are both runs' wall and per-source split seconds and the speedups of the split and the whole
+solve.  ``--child lp`` splits by the paper's per-source child LPs (eqs. 10–14), the work it distributes.
 
 Progress of every run goes to stderr (``--quiet`` silences it); Ctrl-C stops
 the running child and exits 130.  Not a test: the plain LPs take hours at N=1000.
@@ -35,6 +41,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import time
@@ -103,11 +110,18 @@ def measure(kind: str, spec: str, *, options: dict | None = None, timeout: float
             quiet: bool = False) -> dict:
     """Run :func:`child` in a fresh process; ``{"timeout": seconds}`` if it did not finish in time.
 
-    The child's progress goes to this process's stderr; its record comes back on stdout.
+    The child's progress goes to this process's stderr; its record comes back on stdout.  With
+    ``options["mpi"]`` the child runs on rank 0 of ``mpiexec -n workers+1`` under mpi4py.futures.
     """
     if kind not in KINDS:
         raise ValueError(f"unknown kind {kind!r}; one of {', '.join(KINDS)}")
-    cmd = [sys.executable, os.path.abspath(__file__), "--child", kind, spec, json.dumps(options or {})]
+    options = options or {}
+    cmd = [sys.executable, os.path.abspath(__file__), "--subprocess", kind, spec, json.dumps(options)]
+    if options.get("mpi"):
+        mpiexec = shutil.which("mpiexec", path=os.path.dirname(sys.executable)) or shutil.which("mpiexec")
+        if mpiexec is None:
+            raise RuntimeError("--mpi needs mpiexec (the mpich wheel: pip install mpich)")
+        cmd = [mpiexec, "-n", str(options["workers"] + 1), sys.executable, "-m", "mpi4py.futures", *cmd[1:]]
     if quiet:
         cmd.append("--quiet")
     load = os.getloadavg()[0]
@@ -115,16 +129,24 @@ def measure(kind: str, spec: str, *, options: dict | None = None, timeout: float
     try:
         out, _ = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        p.kill()
-        p.communicate()
+        _stop(p)
         return {"kind": kind, "spec": spec, "timeout": timeout, "load_before": load}
     except BaseException:
-        p.kill()
-        p.communicate()
+        _stop(p)
         raise
     if p.returncode != 0:
         raise RuntimeError(f"{kind} {spec} failed with exit status {p.returncode}")
     return {**json.loads(out.strip().splitlines()[-1]), "load_before": load, "load_after": os.getloadavg()[0]}
+
+
+def _stop(p: subprocess.Popen) -> None:
+    """Stop a child: SIGTERM first (mpiexec passes it on to its ranks), SIGKILL after 5 s."""
+    p.terminate()
+    try:
+        p.communicate(timeout=5)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate()
 
 
 def _fmt(x, spec=".1f"):
@@ -140,6 +162,19 @@ def row(n: int, plain: dict | None, ours: dict) -> dict:
     elif plain:
         out.update(ratio_wall_below=ours["wall_s"] / plain["timeout"])
     return out
+
+
+def workers_row(n: int, one: dict, many: dict) -> dict:
+    """The comparison of one N on 1 and K workers: speedups of the per-source split and the whole solve."""
+    return {"N": n, "one": one, "many": many, "speedup_split": one["timings"]["split"] / many["timings"]["split"],
+            "speedup_wall": one["wall_s"] / many["wall_s"]}
+
+
+def print_workers_row(r: dict) -> None:
+    one, many = r["one"], r["many"]
+    print(f"{r['N']:5d} {one['wall_s']:8.1f} {one['timings']['split']:8.1f} {many['wall_s']:8.1f} "
+          f"{many['timings']['split']:8.1f} {r['speedup_split']:7.2f} {r['speedup_wall']:7.2f} {many['F']:.9f} "
+          f"{many['gap']:8.1e} {many['load_before']:5.1f}", flush=True)
 
 
 def print_row(r: dict) -> None:
@@ -176,13 +211,19 @@ def main(argv=None) -> int:
                          "'ipm' is IPX as mcf-decomp runs it, without presolve and crossover)")
     ap.add_argument("--pricing", action="store_true",
                     help="ours solves its master LP by arc pricing (mcf-decomp --pricing on)")
+    ap.add_argument("--child", choices=("paths", "lp"), default="paths",
+                    help="ours: the per-source split, 'paths' (default) or the paper's child LPs (eqs. 10-14)")
+    ap.add_argument("--workers", type=int, default=1, metavar="K",
+                    help="K > 1: run ours on 1 and on K workers (not the plain LP) and print the speedups")
+    ap.add_argument("--mpi", action="store_true",
+                    help="with --workers K: the K workers are MPI ranks (mpi4py.futures under mpiexec -n K+1)")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per run (default 1800)")
     ap.add_argument("--json", action="store_true", help="one JSON record per N on stdout instead of the table")
     ap.add_argument("--quiet", action="store_true", help="no progress from the runs on stderr")
-    ap.add_argument("--child", nargs=3, metavar=("KIND", "SPEC", "OPTIONS"), help=argparse.SUPPRESS)
+    ap.add_argument("--subprocess", nargs=3, metavar=("KIND", "SPEC", "OPTIONS"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    if args.child:
-        kind, spec, options = args.child
+    if args.subprocess:
+        kind, spec, options = args.subprocess
         try:
             print(json.dumps(child(kind, spec, json.loads(options), args.quiet)), flush=True)
         except KeyboardInterrupt:   # the parent reports the interrupt
@@ -192,7 +233,18 @@ def main(argv=None) -> int:
         sizes = [int(x) for x in args.sizes.split(",")]
     except ValueError:
         ap.error(f"--sizes must be comma-separated integers, got {args.sizes!r}")
-    if not args.json:
+    if args.workers < 1:
+        ap.error(f"--workers must be >= 1, got {args.workers}")
+    if args.mpi and args.workers < 2:
+        ap.error("--mpi needs --workers K with K >= 2")
+    if args.workers > 1 and not args.json:
+        print(f"{FAMILIES[args.family].format(n='N', d=args.degree)}"
+              f"{f' minus {args.remove_links} cables (seed {args.seed})' if args.remove_links else ''}: "
+              f"ours = mcf-decomp{' --pricing on' if args.pricing else ''} --child {args.child} on 1 and on "
+              f"{args.workers} {'MPI-rank' if args.mpi else 'local'} workers; times in seconds, load = 1-min load average")
+        print(f"{'N':>5s} {'1: wall':>8s} {'1: split':>8s} {f'{args.workers}: wall':>8s} {f'{args.workers}: split':>8s} "
+              f"{'x split':>7s} {'x wall':>7s} {'F':>11s} {'gap':>8s} {'load':>5s}", flush=True)
+    elif not args.json:
         print(f"{FAMILIES[args.family].format(n='N', d=args.degree)}"
               f"{f' minus {args.remove_links} cables (seed {args.seed})' if args.remove_links else ''}: "
               f"ours = mcf-decomp{' --pricing on' if args.pricing else ''} (certified), plain = master LP in "
@@ -204,10 +256,23 @@ def main(argv=None) -> int:
         failed = {"remove_links": args.remove_links, "seed": args.seed} if args.remove_links else {}
         for n in sizes:
             spec = FAMILIES[args.family].format(n=n, d=args.degree)
-            mine = {**failed, **({"pricing": "on"} if args.pricing else {})}
+            mine = {**failed, **({"pricing": "on"} if args.pricing else {}), "child": args.child}
             ours = measure("ours", spec, options=mine, timeout=args.timeout, quiet=args.quiet)
             if "timeout" in ours:
                 print(f"{n:5d} ours: no result within {args.timeout:.0f} s", file=sys.stderr, flush=True)
+                continue
+            if args.workers > 1:
+                many = measure("ours", spec, options={**mine, "workers": args.workers, "mpi": args.mpi},
+                               timeout=args.timeout, quiet=args.quiet)
+                if "timeout" in many:
+                    print(f"{n:5d} ours on {args.workers} workers: no result within {args.timeout:.0f} s",
+                          file=sys.stderr, flush=True)
+                    continue
+                r = workers_row(n, ours, many)
+                if args.json:
+                    print(json.dumps(r), flush=True)
+                else:
+                    print_workers_row(r)
                 continue
             plain = (measure("plain", spec, options={"solver": args.plain_solver, **failed}, timeout=args.timeout,
                              quiet=args.quiet) if n <= args.plain_max else None)
