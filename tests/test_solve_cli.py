@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from a2a_compiler.cli import main
@@ -113,6 +114,26 @@ def test_mpi_pool_launch(tmp_path):
     assert r.returncode == 0, r.stderr
     s = json.loads(r.stdout)
     assert s["mpi"] is True and s["concurrent_flow"] == pytest.approx(1 / 3, rel=1e-6)
+
+
+@pytest.mark.mpi
+@pytest.mark.skipif(_mpiexec() is None, reason="mpiexec not installed")
+def test_mpi_child_lps_give_the_serial_flows(tmp_path):
+    # issue #22 part 4: the paper's per-source child LPs (eqs. 10-14) on 2 MPI worker ranks
+    # (mpi4py.futures) save the same flows, bit for bit, as in one process
+    base = ["solve", "jellyfish:16,4,seed=1", "--child", "lp", "--json", "--quiet"]
+    serial = subprocess.run([sys.executable, "-m", "a2a_compiler", *base, "--save", "serial.npz"],
+                            capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    ranks = subprocess.run([_mpiexec(), "-n", "3", sys.executable, "-m", "mpi4py.futures", "-m", "a2a_compiler",
+                            *base, "--mpi", "--save", "mpi.npz"], capture_output=True, text=True, cwd=tmp_path,
+                           timeout=120)
+    assert serial.returncode == 0 and ranks.returncode == 0, serial.stderr + ranks.stderr
+    a, b = json.loads(serial.stdout), json.loads(ranks.stdout)
+    assert b["mpi"] is True and b["child"] == "lp" and b["gap"] <= 1e-6
+    assert b["concurrent_flow"] == a["concurrent_flow"]
+    with np.load(tmp_path / "serial.npz") as x, np.load(tmp_path / "mpi.npz") as y:
+        for key in ("flow_row", "flow_col", "flow_val"):
+            assert np.array_equal(x[key], y[key])
 
 
 def test_json_stdout_is_pure_json_in_a_real_process():
