@@ -237,17 +237,15 @@ def main(argv=None) -> int:
         ap.error(f"--workers must be >= 1, got {args.workers}")
     if args.mpi and args.workers < 2:
         ap.error("--mpi needs --workers K with K >= 2")
+    fabric = (f"{FAMILIES[args.family].format(n='N', d=args.degree)}"
+              f"{f' minus {args.remove_links} cables (seed {args.seed})' if args.remove_links else ''}")
     if args.workers > 1 and not args.json:
-        print(f"{FAMILIES[args.family].format(n='N', d=args.degree)}"
-              f"{f' minus {args.remove_links} cables (seed {args.seed})' if args.remove_links else ''}: "
-              f"ours = mcf-decomp{' --pricing on' if args.pricing else ''} --child {args.child} on 1 and on "
+        print(f"{fabric}: ours = mcf-decomp{' --pricing on' if args.pricing else ''} --child {args.child} on 1 and on "
               f"{args.workers} {'MPI-rank' if args.mpi else 'local'} workers; times in seconds, load = 1-min load average")
         print(f"{'N':>5s} {'1: wall':>8s} {'1: split':>8s} {f'{args.workers}: wall':>8s} {f'{args.workers}: split':>8s} "
               f"{'x split':>7s} {'x wall':>7s} {'F':>11s} {'gap':>8s} {'load':>5s}", flush=True)
     elif not args.json:
-        print(f"{FAMILIES[args.family].format(n='N', d=args.degree)}"
-              f"{f' minus {args.remove_links} cables (seed {args.seed})' if args.remove_links else ''}: "
-              f"ours = mcf-decomp{' --pricing on' if args.pricing else ''} (certified), plain = master LP in "
+        print(f"{fabric}: ours = mcf-decomp{' --pricing on' if args.pricing else ''} (certified), plain = master LP in "
               f"HiGHS ({args.plain_solver}); times in seconds, memory = peak RSS in GB, load = 1-min load average")
         print(f"{'N':>5s} {'plain wall':>9s} {'plain cpu':>9s} {'GB':>6s} {'our wall':>8s} {'our cpu':>8s} "
               f"{'GB':>6s} {'r wall':>7s} {'r cpu':>7s} {'F (ours)':>11s} {'|dF|/F':>8s} {'gap':>8s} "
