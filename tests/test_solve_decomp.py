@@ -164,3 +164,12 @@ def test_child_lp_split_of_an_interior_master_flow_delivers_every_destination():
     used = np.bincount(r.links, weights=np.repeat(r.weight, np.diff(r.ptr)), minlength=g.n_links)
     # within the child LP's capacities (the flow, 1e-7 relative and 1e-9 of its largest entry over)
     assert (used <= flows[0] * (1 + 1e-6) + 1e-8 * flows[0].max()).all()
+
+
+def test_child_lps_by_a_vertex_solver_reach_the_optimum():
+    # jellyfish:64's child LPs (eqs. 10-14) are barely feasible: HiGHS's presolve called their
+    # canonical-vertex LP infeasible, which stopped `--child lp --solver simplex` (and ipm-crossover)
+    topo = from_spec("jellyfish:64,4,seed=1")
+    sol = solve(topo, method="mcf-decomp", child="lp", solver="simplex")
+    assert sol.info["lp_concurrent_flow"] == pytest.approx(1 / 55.5, rel=1e-12)
+    assert sol.concurrent_flow == pytest.approx(1 / 55.5, rel=1e-6) and sol.gap <= 1e-6

@@ -418,6 +418,12 @@ def _canonical_vertex(c, A, row_lower, row_upper, col_lower, col_upper, maximize
                 np.append(np.broadcast_to(row_lower, A.shape[0]), lo),
                 np.append(np.broadcast_to(row_upper, A.shape[0]), hi), col_lower, col_upper, False)
     run_highs(h, label=f"{label}, canonical vertex", progress=progress)
+    if h.getModelStatus() == highspy.HighsModelStatus.kInfeasible:
+        # Feasible by construction (the optimum just found lies in it): HiGHS's presolve misjudged a
+        # barely feasible LP (the child LPs of eqs. 10-14 on jellyfish:64's interior master flows).
+        h.clearSolver()
+        h.setOptionValue("presolve", "off")
+        run_highs(h, label=f"{label}, canonical vertex", progress=progress)
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         raise A2AError(f"{label}: the canonical-vertex LP finished with status "
                        f"{h.modelStatusToString(h.getModelStatus())!r}")
