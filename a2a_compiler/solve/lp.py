@@ -420,7 +420,7 @@ def _canonical_vertex(c, A, row_lower, row_upper, col_lower, col_upper, maximize
     run_highs(h, label=f"{label}, canonical vertex", progress=progress)
     if h.getModelStatus() == highspy.HighsModelStatus.kInfeasible:
         # Feasible by construction (the optimum just found lies in it): HiGHS's presolve misjudged a
-        # barely feasible LP (the child LPs of eqs. 10-14 on jellyfish:64's interior master flows).
+        # barely feasible LP (jellyfish:64's child LPs of eqs. 10-14, under --solver simplex or ipm-crossover).
         h.clearSolver()
         h.setOptionValue("presolve", "off")
         run_highs(h, label=f"{label}, canonical vertex", progress=progress)
