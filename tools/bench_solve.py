@@ -12,8 +12,8 @@ For every N, in one run:
   (symmetry quotient, IPX without crossover, per-source split, certificate):
   the whole solve, certified.
 
-Each is a fresh subprocess (so peak memory, ``ru_maxrss``, is its own) with a
-timeout.  Printed per N: wall and CPU seconds of both, their ratios
+Each is a fresh subprocess with a timeout; its peak memory is that of the subprocess and its own
+children together (PDLP rounds and worker pools run in child processes), sampled every 0.5 s.  Printed per N: wall and CPU seconds of both, their ratios
 (ours / plain), F of both and their relative difference, our certified gap,
 peak memory, and the load average around the run (the machine may be shared).
 A plain LP that hits the timeout gives a bound on the ratio (``<``).
@@ -53,11 +53,56 @@ KINDS = ("plain", "ours", "route")
 FAMILIES = {"genkautz": "genkautz:{n},{d}", "jellyfish": "jellyfish:{n},{d},seed=1"}
 
 
-def child(kind: str, spec: str, options: dict, quiet: bool) -> dict:
-    """Run one solve in this process and return its record (called in the child)."""
-    import numpy as np
-    import scipy.sparse as sp
+def tree_rss(root: int) -> int:
+    """Resident bytes of process ``root`` and all its descendants now (Linux ``/proc``; 0 elsewhere)."""
+    parent, rss = {}, {}
+    for entry in os.scandir("/proc") if os.path.isdir("/proc") else ():
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/statm") as f:
+                rss[int(entry.name)] = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            with open(f"/proc/{entry.name}/stat") as f:
+                parent[int(entry.name)] = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue                                   # gone meanwhile
+    tree, todo = set(), [root]
+    while todo:
+        pid = todo.pop()
+        tree.add(pid)
+        todo.extend(c for c, pp in parent.items() if pp == pid and c not in tree)
+    return sum(rss.get(pid, 0) for pid in tree)
 
+
+class TreePeak:
+    """Peak of :func:`tree_rss` of this process, sampled every :data:`TREE_SAMPLE` seconds in a thread while
+    in the ``with`` block: the PDLP rounds and worker pools run in child processes, which ``ru_maxrss``
+    of this process does not see (and that of its children gives only the largest one)."""
+
+    def __enter__(self):
+        import threading
+
+        self.peak, self._done = tree_rss(os.getpid()), threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def _sample(self):
+        while not self._done.wait(TREE_SAMPLE):
+            self.peak = max(self.peak, tree_rss(os.getpid()))
+
+    def __exit__(self, *exc):
+        self._done.set()
+        self._thread.join()
+
+
+#: Seconds between samples of :class:`TreePeak`.
+TREE_SAMPLE = 0.5
+
+
+def child(kind: str, spec: str, options: dict, quiet: bool) -> dict:
+    """Run one solve in this process and return its record (called in the child): wall and CPU seconds, and
+    the peak memory of this process and its children (:class:`TreePeak`; under ``--mpi`` rank 0's only)."""
     from a2a_compiler.progress import Progress
     from a2a_compiler.topology import from_spec
 
@@ -68,7 +113,25 @@ def child(kind: str, spec: str, options: dict, quiet: bool) -> dict:
         from a2a_compiler.topology.puncture import puncture
 
         topo = puncture(topo, remove_links=failed, seed=options.pop("seed", 0))
-    wall, cpu = time.perf_counter(), time.process_time()
+    wall, cpu = time.perf_counter(), _cpu_seconds()
+    with TreePeak() as tree:
+        record = _run(kind, topo, options, progress)
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return {"kind": kind, "spec": spec, "wall_s": time.perf_counter() - wall, "cpu_s": _cpu_seconds() - cpu,
+            "peak_rss_GB": max(usage.ru_maxrss, tree.peak / 1024) / 1e6, **record}
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds of this process and of its children that have ended (PDLP rounds, worker pools)."""
+    return sum(u.ru_utime + u.ru_stime for u in map(resource.getrusage, (resource.RUSAGE_SELF,
+                                                                          resource.RUSAGE_CHILDREN)))
+
+
+def _run(kind: str, topo, options: dict, progress) -> dict:
+    """One run of ``kind`` on ``topo``: its record."""
+    import numpy as np
+    import scipy.sparse as sp
+
     if kind == "plain":
         from a2a_compiler.solve.lp import solve_lp
         from a2a_compiler.solve.mcf import flow_lp
@@ -101,9 +164,7 @@ def child(kind: str, spec: str, options: dict, quiet: bool) -> dict:
                   "pricing_rounds": sol.info.get("pricing_rounds"),
                   "iterations": sol.info.get("lp_iterations"), "lp_rows": sol.info.get("lp_rows"),
                   "lp_columns": sol.info.get("lp_columns"), "alltoall_time": sol.a2a_time}
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return {"kind": kind, "spec": spec, "wall_s": time.perf_counter() - wall, "cpu_s": time.process_time() - cpu,
-            "peak_rss_GB": usage.ru_maxrss / 1e6, **record}
+    return record
 
 
 def measure(kind: str, spec: str, *, options: dict | None = None, timeout: float = 1800,
