@@ -14,6 +14,7 @@ import re
 import sys
 
 from .errors import A2AError
+from .interrupt import signals_raise
 
 #: Subcommand modules in pipeline order.
 COMMANDS = ["topo", "demand", "solve", "routes", "compare", "schedule", "compile", "verify", "run", "testbed", "demo"]
@@ -41,7 +42,7 @@ EXIT_STATUS = {
     0: "success",
     2: "user error: a bad option, spec, fabric or input file, or an output path that cannot be written "
        "(one line on stderr, no traceback, nothing written)",
-    130: "interrupted (Ctrl-C / SIGINT: one line on stderr, nothing written)",
+    130: "interrupted (Ctrl-C / SIGINT, SIGTERM or SIGHUP: one line on stderr, nothing written)",
 }
 
 
@@ -112,14 +113,15 @@ def main(argv: list[str] | None = None) -> int:
     """Run ``a2a`` with ``argv``; returns the exit status.
 
     User errors print one line and return 2; Ctrl-C at any moment (imports
-    included) prints one line (on MPI rank 0 only) and returns 130 — or, once
-    MPI is up (the other ranks may be blocked) or while a HiGHS run that
+    included), SIGTERM or SIGHUP (:mod:`.interrupt`) prints one line (on MPI rank 0 only) and returns 130 —
+    or, once MPI is up (the other ranks may be blocked) or while a HiGHS run that
     ignored the interrupt is still going, ends the process at once.
     """
     argv = _attach_negative_values(sys.argv[1:] if argv is None else list(argv))
     command = argv[0] if argv and argv[0] in COMMANDS else None
     try:
-        return _main(argv, command)
+        with signals_raise():
+            return _main(argv, command)
     except KeyboardInterrupt:
         if launcher_rank() == 0:
             print(f"a2a{' ' + command if command else ''}: interrupted", file=sys.stderr, flush=True)

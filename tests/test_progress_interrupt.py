@@ -126,17 +126,37 @@ def test_ctrl_c_stops_a_running_master_lp(tmp_path, solver):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_ctrl_c_stops_pdlp_within_two_seconds(tmp_path):
+def _start_pdlp_solve(tmp_path):
+    """``a2a solve`` of a master LP by PDLP, in a session of its own, once PDLP iterates."""
+    p = subprocess.Popen([sys.executable, "-m", "a2a_compiler", "solve", "genkautz:300,4", "--symmetry", "off",
+                          "--solver", "pdlp", "--save", str(tmp_path / "never.npz")], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, cwd=tmp_path, preexec_fn=_sigint_default,
+                         start_new_session=True)
+    _wait_for(p, p.stderr, "master LP: iteration")   # a PDLP tick (lines before 2 s are held back)
+    return p
+
+
+def _session_ends(p, within: float = 30) -> None:
+    """Every process of ``p``'s session (the PDLP child, the forkserver) is gone within ``within`` s."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(p.pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    raise AssertionError("a process of the stopped solve is still running")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_ctrl_c_stops_pdlp_within_two_seconds(tmp_path, sig):
     """PDLP polls no interrupt callback: it runs in a child process that Ctrl-C terminates.  Its
     restarts and iterations reach the progress lines (cuPDLP-C prints them on the child's stdout,
-    never the command's); SIGINT ends the command at once and leaves no process behind."""
-    out = tmp_path / "never.npz"
-    p = subprocess.Popen([sys.executable, "-m", "a2a_compiler", "solve", "genkautz:300,4", "--symmetry", "off",
-                          "--solver", "pdlp", "--save", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, cwd=tmp_path, preexec_fn=_sigint_default, start_new_session=True)
+    never the command's); SIGINT (or SIGTERM, as a batch system's time limit sends, or SIGHUP) ends the
+    command at once and leaves no process behind."""
+    p = _start_pdlp_solve(tmp_path)
     try:
-        _wait_for(p, p.stderr, "master LP: iteration")   # a PDLP tick (lines before 2 s are held back)
-        p.send_signal(signal.SIGINT)
+        p.send_signal(sig)
         t0 = time.monotonic()
         stdout, rest = p.communicate(timeout=120)
         waited = time.monotonic() - t0
@@ -147,15 +167,17 @@ def test_ctrl_c_stops_pdlp_within_two_seconds(tmp_path):
     assert p.returncode == 130 and waited <= 4.5, (p.returncode, waited)
     assert [ln for ln in rest.splitlines() if not ln.startswith("[")] == ["a2a solve: interrupted"]
     assert stdout == "" and list(tmp_path.iterdir()) == []
-    deadline = time.monotonic() + 30          # the PDLP child (and the forkserver) are gone too
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(p.pid, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.1)
-    else:
-        raise AssertionError("a process of the interrupted solve is still running")
+    _session_ends(p)
+
+
+def test_a_killed_solve_leaves_no_pdlp_process(tmp_path):
+    """SIGKILL leaves the command no way to stop its PDLP child: the child ends with its parent anyway."""
+    p = _start_pdlp_solve(tmp_path)
+    p.kill()
+    p.communicate(timeout=60)
+    assert p.returncode == -signal.SIGKILL
+    _session_ends(p)
+    assert list(tmp_path.iterdir()) == []
 
 
 def _python(script):

@@ -56,6 +56,7 @@ _ITERATION_LINE = re.compile(r"^\s*\w*\s+(\d+)\*?\s+([-+]?\d\.\d+e[-+]\d+)")
 _PDLP_ITERATION = re.compile(r"^\s*(\d+)\s+([-+]?\d\.\d+e[-+]\d+)\s+([-+]?\d\.\d+e[-+]\d+)")
 _PDLP_RESTART = re.compile(r"^Last restart was iter (\d+)")
 _threads: set[threading.Thread] = set()  # HiGHS runs not yet finished
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>: the signal a process gets when its parent ends
 
 #: HiGHS option sets behind each ``--solver`` name.
 SOLVERS = {
@@ -308,12 +309,18 @@ class _Outcome:
                                                           sol.col_dual)))
 
 
-def _pdlp_main(result_fd: int) -> None:
-    """The PDLP child process of :func:`_run_pdlp`: settings and model (pickled) on stdin; cuPDLP-C's log
-    on stdout, line by line; the :class:`_Outcome` (pickled) on ``result_fd``."""
+def _pdlp_main(result_fd: int, parent: int) -> None:
+    """The PDLP child process of :func:`_run_pdlp` (``parent``: its PID): settings and model (pickled) on
+    stdin; cuPDLP-C's log on stdout, line by line; the :class:`_Outcome` (pickled) on ``result_fd``.  It
+    ends with its parent, however that ends (on Linux: ``PR_SET_PDEATHSIG``; SIGKILL leaves the parent no
+    ``finally`` to stop it in)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)        # the parent takes Ctrl-C and terminates this process
-    settings, model = pickle.load(sys.stdin.buffer)
     libc = ctypes.CDLL(None)
+    if sys.platform == "linux":
+        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        if os.getppid() != parent:                      # it died before the line above
+            os._exit(1)
+    settings, model = pickle.load(sys.stdin.buffer)
     libc.setvbuf(ctypes.c_void_p.in_dll(libc, "stdout"), None, 1, 0)   # _IOLBF: every line as it is printed
     def highs(options):
         h = quiet_highs()
@@ -353,7 +360,8 @@ def _run_pdlp(settings: dict, model: tuple, label: str, progress) -> _Outcome:
     read_fd, write_fd = os.pipe()
     root = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
-    proc = subprocess.Popen([sys.executable, "-c", f"from {__name__} import _pdlp_main; _pdlp_main({write_fd})"],
+    proc = subprocess.Popen([sys.executable, "-c",
+                             f"from {__name__} import _pdlp_main; _pdlp_main({write_fd}, {os.getpid()})"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             pass_fds=(write_fd,), env=env)
     os.close(write_fd)

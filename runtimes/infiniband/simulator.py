@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from a2a_compiler import interrupt
 from a2a_compiler.errors import A2AError
 from a2a_compiler.routes import route_tables
 from a2a_compiler.routes.opensm import parse_dump, read_dump, write_dump
@@ -41,10 +42,6 @@ _DR_HEAD = re.compile(r"Unicast lids \[0x[0-9a-fA-F]+-0x([0-9a-fA-F]+)\] of swit
 
 #: Our options that compute what OpenSM's engine of the same name does.
 OPENSM_VARIANT = {"sssp": {"opensm": True}, "dfsssp": {"opensm": True}}
-
-
-class Interrupted(KeyboardInterrupt):
-    """SIGINT, SIGTERM or SIGHUP arrived while the simulated fabric was up."""
 
 
 def missing_tools() -> str | None:
@@ -107,7 +104,7 @@ class SimulatedFabric:
 
     # ------------------------------------------------------------- lifetime
     def __enter__(self) -> "SimulatedFabric":
-        self._catch_signals()
+        self._old = interrupt.catch()
         try:
             self._start()
         except BaseException:
@@ -123,21 +120,8 @@ class SimulatedFabric:
             if self._own_dir:
                 shutil.rmtree(self.dir, ignore_errors=True)
         finally:
-            for s, h in self._old.items():
-                signal.signal(s, h)
+            interrupt.restore(self._old)
             self._old = {}
-
-    def _catch_signals(self) -> None:
-        if threading.current_thread() is not threading.main_thread():
-            return
-        owner = os.getpid()
-
-        def handler(signum, frame):
-            if os.getpid() != owner:
-                os._exit(128 + signum)
-            raise Interrupted(signal.Signals(signum).name)
-
-        self._old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
 
     def _env(self, shim: bool) -> dict:
         env = dict(os.environ, IBSIM_SOCKNAME=self.socket, OSM_CACHE_DIR=str(self.dir), OSM_TMP_DIR=str(self.dir),

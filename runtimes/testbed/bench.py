@@ -31,9 +31,9 @@ from pathlib import Path
 from a2a_compiler.errors import A2AError
 from a2a_compiler.fabric import Fabric
 from a2a_compiler.formats import MpiPathProgram, MscclProgram, load_program
+from a2a_compiler.interrupt import signals_raise
 from a2a_compiler.topology.model import Topology
 
-from .cleanup import signals_raise
 from .counters import counter_map, cpu_use
 from .instance import Testbed
 from .layout import link_key

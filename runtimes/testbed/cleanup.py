@@ -29,10 +29,6 @@ STATE_ROOT = Path("/run/a2a-testbed")
 _NS_RE = re.compile(re.escape(PREFIX) + r"([a-z0-9]{1,16})-(?:m|h\d+|n\d+)")
 
 
-class Interrupted(KeyboardInterrupt):
-    """SIGINT, SIGTERM or SIGHUP arrived while the testbed was up."""
-
-
 def require_root() -> None:
     """One clear line when the testbed cannot work here."""
     if os.geteuid() != 0:
@@ -102,21 +98,3 @@ def remove(name: str) -> int:
 def remove_all() -> dict[str, int]:
     """Tear down every instance carrying the testbed prefix (and nothing else)."""
     return {name: remove(name) for name in instances()}
-
-
-@contextlib.contextmanager
-def signals_raise():
-    """SIGINT, SIGTERM and SIGHUP raise :class:`Interrupted` in the body, so ``finally`` tears down."""
-    owner = os.getpid()
-
-    def handler(signum, frame):
-        if os.getpid() != owner:  # a forked helper (pyroute2 forks) must just die, never tear down
-            os._exit(128 + signum)
-        raise Interrupted(signal.Signals(signum).name)
-
-    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
