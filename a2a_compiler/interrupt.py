@@ -37,9 +37,10 @@ def catch() -> dict:
 
 
 def restore(old: dict) -> None:
-    """Put back the handlers :func:`catch` replaced."""
+    """Put back the handlers :func:`catch` replaced (one set from C, which Python reports as ``None``, cannot be)."""
     for s, h in old.items():
-        signal.signal(s, h)
+        if h is not None:
+            signal.signal(s, h)
 
 
 @contextlib.contextmanager
