@@ -13,9 +13,10 @@ For every N, in one run:
   the whole solve, certified.
 
 Each is a fresh subprocess with a timeout; its peak memory is that of the subprocess and its own
-children together (PDLP rounds and worker pools run in child processes), sampled every 0.5 s.  Printed per N: wall and CPU seconds of both, their ratios
-(ours / plain), F of both and their relative difference, our certified gap,
-peak memory, and the load average around the run (the machine may be shared).
+children together (PDLP rounds and worker pools run in child processes), sampled every 0.5 s.
+Printed per N: wall and CPU seconds of both, their ratios (ours / plain), F of both and their
+relative difference, our certified gap, peak memory, and the load average around the run (the
+machine may be shared).
 A plain LP that hits the timeout gives a bound on the ratio (``<``).
 
     python tools/bench_solve.py                              # N = 64 128 256 512 1000
