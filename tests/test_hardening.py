@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from a2a_compiler.cli import main
+from terminal import sigint_default
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -79,8 +80,8 @@ def test_ctrl_c_is_one_line_and_130():
     p = subprocess.Popen([sys.executable, "-m", "a2a_compiler", "compile", "torus:3x3x3", "--link-bw", "25Gbps",
                           "--host-bw", "100Gbps", "--emit", "oneccl", "--min-fidelity", "0.999", "--max-chunks", "64",
                           "-o", os.devnull], cwd=REPO, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # not ignored: a shell's
-    time.sleep(1.5)                                                                  # background job ignores it
+                         preexec_fn=sigint_default)
+    time.sleep(1.5)
     os.killpg(p.pid, signal.SIGINT)
     _, err = p.communicate(timeout=60)
     assert p.returncode == 130

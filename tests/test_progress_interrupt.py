@@ -19,14 +19,9 @@ from a2a_compiler.solve.lp import solve_lp
 from a2a_compiler.solve.mcf import flow_lp
 from a2a_compiler.topology import from_spec
 from solvers import needs_hipo
+from terminal import sigint_default
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _sigint_default():
-    """Child preexec: a shell runs background jobs with SIGINT ignored, and Python keeps an
-    ignored SIGINT ignored; give the child the default disposition a terminal would."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def test_progress_lines_carry_elapsed_time():
@@ -112,7 +107,7 @@ def test_ctrl_c_stops_a_running_master_lp(tmp_path, solver):
     spec = (["genkautz:400,4", "--symmetry", "off"] if solver == "ipm" else
             ["genkautz:256,4", "--remove-links", "2", "--seed", "1", "--pricing", "on", "--solver", solver])
     p = subprocess.Popen([sys.executable, "-m", "a2a_compiler", "solve", *spec, "--save", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         cwd=tmp_path, preexec_fn=_sigint_default)
+                         cwd=tmp_path, preexec_fn=sigint_default)
     try:
         _wait_for(p, p.stderr, "master LP: iteration" if solver == "ipm" else "master LP round 2: iteration")
         p.send_signal(signal.SIGINT)
@@ -130,7 +125,7 @@ def _start_pdlp_solve(tmp_path):
     """``a2a solve`` of a master LP by PDLP, in a session of its own, once PDLP iterates."""
     p = subprocess.Popen([sys.executable, "-m", "a2a_compiler", "solve", "genkautz:300,4", "--symmetry", "off",
                           "--solver", "pdlp", "--save", str(tmp_path / "never.npz")], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, cwd=tmp_path, preexec_fn=_sigint_default,
+                         stderr=subprocess.PIPE, text=True, cwd=tmp_path, preexec_fn=sigint_default,
                          start_new_session=True)
     _wait_for(p, p.stderr, "master LP: iteration")   # a PDLP tick (lines before 2 s are held back)
     return p
@@ -184,7 +179,7 @@ def _python(script):
     """Run ``script`` with this checkout importable and the default SIGINT disposition."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env, preexec_fn=_sigint_default)
+                            text=True, env=env, preexec_fn=sigint_default)
 
 
 def test_ctrl_c_terminates_worker_processes(tmp_path):

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from terminal import sigint_default
+
 REPO = Path(__file__).resolve().parents[1]
 SCHEDULES = REPO / "schedules"
 
@@ -242,7 +244,8 @@ def _start_bench(name: str, schedule: Path) -> subprocess.Popen:
     proc = subprocess.Popen([sys.executable, "-m", "a2a_compiler", "testbed", "bench", "hypercube:2",
                              "--forwarding", "nic", "--name", name, "--sizes", "1M", "--iters", "50",
                              "--schedule", str(schedule), "-q"],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=sigint_default)
     from pyroute2 import netns
 
     deadline = time.monotonic() + 90
