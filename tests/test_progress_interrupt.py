@@ -144,7 +144,7 @@ def _session_ends(p, within: float = 30) -> None:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
-def test_ctrl_c_stops_pdlp_within_two_seconds(tmp_path, sig):
+def test_a_signal_stops_pdlp_within_two_seconds(tmp_path, sig):
     """PDLP polls no interrupt callback: it runs in a child process that Ctrl-C terminates.  Its
     restarts and iterations reach the progress lines (cuPDLP-C prints them on the child's stdout,
     never the command's); SIGINT (or SIGTERM, as a batch system's time limit sends, or SIGHUP) ends the

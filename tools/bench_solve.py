@@ -45,6 +45,7 @@ import resource
 import shutil
 import subprocess
 import sys
+import threading
 import time
 
 #: Kinds of run a child process performs: the plain master LP, a solve method
@@ -67,12 +68,15 @@ def tree_rss(root: int) -> int:
                 parent[int(entry.name)] = int(f.read().rsplit(")", 1)[1].split()[1])
         except (OSError, ValueError, IndexError):
             continue                                   # gone meanwhile
-    tree, todo = set(), [root]
+    children: dict[int, list[int]] = {}
+    for pid, pp in parent.items():
+        children.setdefault(pp, []).append(pid)
+    total, todo = 0, [root]
     while todo:
         pid = todo.pop()
-        tree.add(pid)
-        todo.extend(c for c, pp in parent.items() if pp == pid and c not in tree)
-    return sum(rss.get(pid, 0) for pid in tree)
+        total += rss.get(pid, 0)
+        todo.extend(children.get(pid, ()))
+    return total
 
 
 class TreePeak:
@@ -81,8 +85,6 @@ class TreePeak:
     of this process does not see (and that of its children gives only the largest one)."""
 
     def __enter__(self):
-        import threading
-
         self.peak, self._done = tree_rss(os.getpid()), threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
         self._thread.start()
