@@ -14,7 +14,7 @@ import re
 import sys
 
 from .errors import A2AError
-from .interrupt import signals_raise
+from . import interrupt
 
 #: Subcommand modules in pipeline order.
 COMMANDS = ["topo", "demand", "solve", "routes", "compare", "schedule", "compile", "verify", "run", "testbed", "demo"]
@@ -101,12 +101,30 @@ def _attach_negative_values(argv: list[str]) -> list[str]:
     return out
 
 
+#: What MPI launchers (MPICH's Hydra, Open MPI, PMIx) tell each process of its rank.
+LAUNCHER_RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")
+
+
 def launcher_rank() -> int:
     """This process's rank as an MPI launcher told it (before MPI starts), 0 if unknown."""
-    for var in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK"):
+    for var in LAUNCHER_RANK_VARS:
         if os.environ.get(var, "").isdigit():
             return int(os.environ[var])
     return 0
+
+
+def _join_mpi_init() -> None:
+    """An ``a2a run`` rank interrupted before MPI_Init still takes part in it: the other ranks wait there for
+    every rank (a signal cannot end them: Python runs its handler only once MPI_Init returns), so a rank that
+    left first would hang the whole job.  Further signals are ignored until then."""
+    import signal
+
+    from .interrupt import SIGNALS
+
+    for s in SIGNALS:
+        signal.signal(s, signal.SIG_IGN)
+    with contextlib.suppress(Exception):
+        import mpi4py.MPI  # noqa: F401
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -119,17 +137,23 @@ def main(argv: list[str] | None = None) -> int:
     """
     argv = _attach_negative_values(sys.argv[1:] if argv is None else list(argv))
     command = argv[0] if argv and argv[0] in COMMANDS else None
+    old = interrupt.catch()
     try:
-        with signals_raise():
-            return _main(argv, command)
+        status = _main(argv, command)
+        interrupt.check()
+        return status
     except KeyboardInterrupt:
         if launcher_rank() == 0:
             print(f"a2a{' ' + command if command else ''}: interrupted", file=sys.stderr, flush=True)
+        if command == "run" and any(v in os.environ for v in LAUNCHER_RANK_VARS) and "mpi4py.MPI" not in sys.modules:
+            _join_mpi_init()
         lp = sys.modules.get(f"{__package__}.solve.lp")
         if "mpi4py.MPI" in sys.modules or (lp is not None and lp.solver_running()):
             sys.stdout.flush()   # other ranks may be blocked, or a solver ignored the interrupt: do not wait
             os._exit(130)
         return 130
+    finally:
+        interrupt.restore(old)
 
 
 #: Options naming an output file; ``-`` is standard output (:func:`a2a_compiler.files.atomic_write`).

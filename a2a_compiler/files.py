@@ -17,6 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from . import interrupt
 from .errors import A2AError, FormatError
 
 #: Default largest input file (bytes).
@@ -97,6 +98,7 @@ def atomic_write(path: str | os.PathLike, data: bytes | str) -> Path:
     Every problem (missing or unwritable directory, a full device) raises
     :class:`A2AError` naming ``path``.
     """
+    interrupt.check()
     if isinstance(data, str):
         data = data.encode()
     path = check_writable(path)

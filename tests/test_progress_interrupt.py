@@ -252,3 +252,60 @@ def test_ctrl_c_reaches_a_parent_whose_pool_thread_took_the_signal(tmp_path):
     finally:
         p.kill()
     assert (p.returncode, stdout.strip()) == (130, "interrupted"), stderr
+
+
+def _swallowed_sigterm():
+    """SIGTERM while a finaliser runs: Python swallows the handler's exception there."""
+    class Finalised:
+        def __del__(self):
+            os.kill(os.getpid(), signal.SIGTERM)
+            sum(range(10_000))  # the handler runs here
+    Finalised()
+
+
+def test_an_interrupt_swallowed_by_a_finaliser_is_raised_again(capfd, tmp_path):
+    from a2a_compiler import interrupt
+    from a2a_compiler.files import atomic_write
+
+    old = interrupt.catch()
+    try:
+        _swallowed_sigterm()
+        assert interrupt.pending == "SIGTERM"
+        with pytest.raises(interrupt.Interrupted, match="SIGTERM"):
+            atomic_write(tmp_path / "out.txt", "result")
+    finally:
+        interrupt.restore(old)
+    assert not (tmp_path / "out.txt").exists() and list(tmp_path.iterdir()) == []
+    assert capfd.readouterr().err == ""  # no "Exception ignored in ..."
+
+
+def test_a_command_whose_interrupt_was_swallowed_ends_with_130(capfd, monkeypatch):
+    import a2a_compiler.cli as cli
+
+    def command(argv, name):
+        _swallowed_sigterm()
+        return 0
+    monkeypatch.setattr(cli, "_main", command)
+    assert cli.main(["topo", "ring:4"]) == 130
+    assert capfd.readouterr().err == "a2a topo: interrupted\n"
+
+
+def test_a_signal_echoed_within_a_second_is_not_raised_again(monkeypatch):
+    """Launchers forward the signal they got to every rank, which got it already: the echo must not
+    break into the clean-up the first one started; a signal after that (Ctrl-C again) raises again."""
+    from a2a_compiler import interrupt
+
+    old = interrupt.catch()
+    try:
+        with pytest.raises(interrupt.Interrupted, match="SIGTERM"):
+            os.kill(os.getpid(), signal.SIGTERM)
+            sum(range(10_000))
+        os.kill(os.getpid(), signal.SIGTERM)
+        sum(range(10_000))  # the echo: nothing raised
+        monkeypatch.setattr(interrupt, "_last", interrupt._last - interrupt.ECHO)
+        with pytest.raises(interrupt.Interrupted, match="SIGHUP"):
+            os.kill(os.getpid(), signal.SIGHUP)
+            sum(range(10_000))
+        assert interrupt.pending == "SIGTERM"
+    finally:
+        interrupt.restore(old)

@@ -7,6 +7,7 @@ import os
 import time
 from pathlib import Path
 
+from a2a_compiler import interrupt
 from a2a_compiler.errors import A2AError
 from a2a_compiler.fabric import Fabric
 from a2a_compiler.files import atomic_write
@@ -63,6 +64,7 @@ class Testbed:
             with build.Handles() as ns:
                 build.create(layout, ns, progress)
                 install_default(layout, ns, routes)
+            interrupt.check()
         except BaseException:
             remove(name)
             raise
