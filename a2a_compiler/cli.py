@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import importlib
 import os
 import re
 import sys
 
 from .errors import A2AError
+from .files import STDOUT, check_writable
 from . import interrupt
 
 #: Subcommand modules in pipeline order.
@@ -43,6 +45,7 @@ EXIT_STATUS = {
     2: "user error: a bad option, spec, fabric or input file, or an output path that cannot be written "
        "(one line on stderr, no traceback, nothing written)",
     130: "interrupted (Ctrl-C / SIGINT, SIGTERM or SIGHUP: one line on stderr, nothing written)",
+    141: "standard output closed early (e.g. piped into head): the rest is dropped quietly",
 }
 
 
@@ -64,6 +67,16 @@ def command_parser(sub, name: str, help: str, description: str, epilog: str | No
                           formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with a usage error in one line (``--help`` shows the usage), on MPI rank 0 only (every
+    rank exits 2); subcommands' parsers are of this class too."""
+
+    def error(self, message):
+        if launcher_rank() == 0:
+            print(f"{self.prog}: error: {message} (see '{self.prog} --help')", file=sys.stderr)
+        sys.exit(2)
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The ``a2a`` parser; with ``only``, register just that subcommand.
 
@@ -72,7 +85,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """
     from . import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="a2a", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--version", action="version", version=f"a2a-compiler {__version__}")
@@ -157,7 +170,36 @@ def main(argv: list[str] | None = None) -> int:
 
 
 #: Options naming an output file; ``-`` is standard output (:func:`a2a_compiler.files.atomic_write`).
-OUTPUT_OPTIONS = {"output": "-o", "save": "--save", "plot": "--plot", "junit": "--junit"}
+OUTPUT_OPTIONS = {"output": "-o", "save": "--save", "plot": "--plot", "junit": "--junit", "lft": "--lft",
+                  "ibnet": "--ibnet"}
+#: Options (and arguments) naming input files, which no output may overwrite.
+INPUT_OPTIONS = ("files", "file", "from_ir", "demand", "jobs", "schedule", "lft_in", "rank_map", "spec", "specs")
+
+
+def _input_paths(args) -> list[str]:
+    paths = []
+    for key in INPUT_OPTIONS:
+        for value in (lambda v: v if isinstance(v, list) else [v])(getattr(args, key, None)):
+            if isinstance(value, str) and value:
+                family, _, rest = value.partition(":")
+                paths.append(rest if key.startswith("spec") and family in ("file", "ibnet") else value)
+    return [p for p in paths if os.path.exists(p)]
+
+
+def check_outputs(args) -> None:
+    """Before any work: every output path given can be written, is not empty (an unset shell variable), and
+    is not one of the command's own input files."""
+    inputs = _input_paths(args)
+    for key, flag in OUTPUT_OPTIONS.items():
+        path = getattr(args, key, None)
+        if path is None or path == STDOUT:
+            continue
+        if path == "":
+            raise A2AError(f"{flag}: the path is empty")
+        check_writable(path)
+        same = next((i for i in inputs if os.path.exists(path) and os.path.samefile(i, path)), None)
+        if same is not None:
+            raise A2AError(f"{flag} {path}: that is an input of this command ({same}); write the output elsewhere")
 
 
 def stdout_outputs(args) -> list[str]:
@@ -186,15 +228,24 @@ def _main(argv: list[str], command: str | None) -> int:
         from .commands.common import check_applicable
 
         check_applicable(args)
+        check_outputs(args)
         to_stdout = stdout_outputs(args)
         with contextlib.redirect_stdout(sys.stderr) if to_stdout else contextlib.nullcontext():
-            return int(args.func(args) or 0)
+            status = int(args.func(args) or 0)
+        sys.stdout.flush()  # here, not at exit, where a failure could only print a traceback
+        return status
     except A2AError as exc:
         print(f"a2a {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # e.g. piped into head: stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
+        return 141
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EIO, errno.EDQUOT):  # what a full or failed stdout raises
+            raise
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        print(f"a2a {args.command}: error: cannot write standard output: {exc.strerror}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

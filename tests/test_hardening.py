@@ -59,6 +59,13 @@ def _error(capsys, argv, code=2) -> str:
      "(1000s) or Ki Mi Gi Ti (1024s))"),
     (["solve", "ring:4", "--link-bw", "100Gbps", "--host-bw", "1Kbps"],
      "a2a solve: error: --host-bw / --link-bw = 1e-08 is outside 1e-6 .. 1e6, where the flow LPs lose precision"),
+    (["topo", "ring:4", "--save", ""], "a2a topo: error: --save: the path is empty"),
+    (["verify", "{tmp}/file", "--junit", "{tmp}/file"],
+     "a2a verify: error: --junit {tmp}/file: that is an input of this command ({tmp}/file); write the output elsewhere"),
+    (["compile", "ring:4", "--emit", "msccl", "--demand", "{tmp}/file", "-o", "{tmp}/./file"],
+     "a2a compile: error: -o {tmp}/./file: that is an input of this command ({tmp}/file); write the output elsewhere"),
+    (["topo", "file:{tmp}/file", "--save", "{tmp}/file"],
+     "a2a topo: error: --save {tmp}/file: that is an input of this command ({tmp}/file); write the output elsewhere"),
 ])
 def test_one_line_and_exit_2(tmp_path, capsys, argv, message):
     (tmp_path / "deep.json").write_text('{"a":' * 100_000 + "1" + "}" * 100_000)
@@ -86,3 +93,26 @@ def test_ctrl_c_is_one_line_and_130():
     _, err = p.communicate(timeout=60)
     assert p.returncode == 130
     assert err.splitlines()[-1] == "a2a compile: interrupted" and "Traceback" not in err
+
+
+def test_a_usage_error_is_one_line(capsys):
+    with pytest.raises(SystemExit) as exit:
+        main(["solve", "ring:4", "--remove-links", "-1"])
+    assert exit.value.code == 2
+    assert capsys.readouterr().err == ("a2a solve: error: argument --remove-links: must be a non-negative integer, "
+                                       "got '-1' (see 'a2a solve --help')\n")
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
+def test_a_full_standard_output_is_one_line():
+    with open("/dev/full", "w") as full:
+        p = subprocess.run([sys.executable, "-m", "a2a_compiler", "topo", "ring:4", "--json"], stdout=full,
+                           stderr=subprocess.PIPE, text=True, cwd=REPO, timeout=60)
+    assert (p.returncode, p.stderr) == (2, "a2a topo: error: cannot write standard output: No space left on device\n")
+
+
+def test_a_reader_that_stops_early_ends_the_command_quietly():
+    p = subprocess.Popen([sys.executable, "-m", "a2a_compiler", "topo", "ring:4"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, cwd=REPO)
+    p.stdout.close()  # as 'head' does once it has its lines
+    assert (p.wait(timeout=60), p.stderr.read()) == (141, b"")

@@ -3,12 +3,13 @@
 import argparse
 import sys
 
-from .cli import DESCRIPTION, EPILOG, add_arguments, main, quiet_errors
+from a2a_compiler.cli import Parser
+
+from .cli import DESCRIPTION, EPILOG, add_arguments, main
 
 PROG = "python -m runtimes.mpi"
 
 if __name__ == "__main__":
-    parser = quiet_errors(argparse.ArgumentParser(
-        prog=PROG, description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter))
+    parser = Parser(prog=PROG, description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(parser)
     sys.exit(main(parser.parse_args(), PROG))

@@ -21,7 +21,6 @@ import sys
 import threading
 import time
 import traceback
-import types
 from fractions import Fraction
 from typing import NamedTuple
 
@@ -176,18 +175,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "MSCCL all-to-allv file takes its buffer layout from D).  Default: the demand the file "
                         "records (an all-to-allv file of 'a2a compile' or 'a2a routes'); none: the plain all-to-all")
     p.add_argument("--json", action="store_true", help="print one JSON object (rank 0) instead of the table")
-
-
-def quiet_errors(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """Make ``parser`` print usage errors on rank 0 only (every rank still exits 2)."""
-    def error(self, message):
-        if launcher_rank() == 0:
-            self.print_usage(sys.stderr)
-            print(f"{self.prog}: error: {message}", file=sys.stderr)
-        sys.exit(2)
-
-    parser.error = types.MethodType(error, parser)
-    return parser
 
 
 def sweep_sizes(args) -> list[int]:
