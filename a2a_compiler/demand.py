@@ -97,7 +97,10 @@ class Demand:
             i, j = map(int, neg[0])
             raise A2AError(f"{source}: entry ({i}, {j}) is negative ({a[i, j]:g}); demands are volumes >= 0")
         a[np.arange(size), np.arange(size)] = 0.0          # local: ignored
-        total = math.fsum(a.ravel().tolist())
+        try:
+            total = math.fsum(a.ravel().tolist())
+        except OverflowError:  # finite entries whose sum is not
+            total = math.inf
         if total <= 0:
             raise A2AError(f"{source}: every off-diagonal entry is zero; there is nothing to send")
         if not math.isfinite(total):
@@ -273,15 +276,27 @@ def read_demand(path, n: int | None = None) -> Demand:
     path = Path(path)
     data = read_bytes(path)
     source = str(path)
-    if data[:6] == b"\x93NUMPY":
-        import io
-
-        try:
-            array = np.load(io.BytesIO(data), allow_pickle=False)
-        except (ValueError, OSError, EOFError) as exc:
-            raise A2AError(f"{source}: not a readable .npy array: {str(exc).splitlines()[0]}") from None
-        return Demand.from_array(array, source, n)
+    if data.startswith(NPY_MAGIC):
+        return Demand.from_array(_load_npy(data, source), source, n)
     return Demand.from_array(_parse_csv(data, source), source, n)
+
+
+#: The first bytes of a .npy file.
+NPY_MAGIC = b"\x93NUMPY"
+
+
+def _load_npy(data: bytes, source: str) -> np.ndarray:
+    """The array of a .npy file's bytes (never unpickled: object arrays are refused)."""
+    import io
+
+    try:
+        return np.load(io.BytesIO(data), allow_pickle=False)
+    except ValueError as exc:
+        if "allow_pickle" in str(exc):
+            raise A2AError(f"{source}: the .npy array holds Python objects; save numbers") from None
+        raise A2AError(f"{source}: not a readable .npy array: {str(exc).splitlines()[0]}") from None
+    except (OSError, EOFError) as exc:
+        raise A2AError(f"{source}: not a readable .npy array: {str(exc).splitlines()[0]}") from None
 
 
 def _parse_csv(data: bytes, source: str) -> np.ndarray:
@@ -408,16 +423,13 @@ def router_demand(path, experts: int | None = None, n: int | None = None) -> Dem
     ``experts`` is ``E`` (default: the smallest multiple of ``N`` above the largest id);
     it must be a multiple of ``N``.  Ids must lie in ``0 .. E-1``.
     """
-    import io
-
     from .files import read_bytes
 
     source = str(path)
     data = read_bytes(path)
-    try:
-        ids = np.load(io.BytesIO(data), allow_pickle=False)
-    except (ValueError, OSError, EOFError) as exc:
-        raise A2AError(f"{source}: not a readable .npy array: {str(exc).splitlines()[0]}") from None
+    if not data.startswith(NPY_MAGIC):
+        raise A2AError(f"{source}: not a .npy file; a router dump is an integer array saved by numpy.save")
+    ids = _load_npy(data, source)
     if not np.issubdtype(ids.dtype, np.integer):
         raise A2AError(f"{source}: expert ids must be integers, got {ids.dtype}")
     if ids.ndim == 2:

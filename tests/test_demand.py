@@ -27,6 +27,7 @@ BAD = [
     ("text.csv", "0,a,2\n1,0,1\n1,1,0\n", "line 1: 'a' is not a number"),
     ("empty.csv", "# nothing\n\n", "no numbers in the file; a demand matrix is N lines of N comma-separated numbers"),
     ("size.csv", "0,1\n1,0\n", "the demand matrix is 2 x 2, but there are 3 hosts; it must be 3 x 3"),
+    ("huge.csv", "0,1e308,1e308\n1e308,0,1e308\n1e308,1e308,0\n", "the entries sum to inf; scale the matrix down"),
     ("range.csv", "0,1,1e-12\n1,0,1\n1,1,0\n", "entry (0, 2) = 1e-12 is below 1e-9 of the largest (1); the flow LPs cannot resolve it (make it 0 or larger)"),
 ]
 
@@ -43,8 +44,7 @@ def test_every_bad_matrix_is_one_line(tmp_path, capsys, name, text, message):
 def test_bad_npy_files_are_one_line(tmp_path, capsys):
     cases = [(np.array([["a", "b"], ["c", "d"]]), "the demand matrix must hold numbers, got <U1 entries"),
              (np.zeros((2, 2, 2)), "the demand matrix must be square (N x N), got shape 2 x 2 x 2"),
-             (np.array([[0, 1], [2, 0]], dtype=object), "not a readable .npy array: Object arrays cannot be loaded "
-                                                         "when allow_pickle=False")]
+             (np.array([[0, 1], [2, 0]], dtype=object), "the .npy array holds Python objects; save numbers")]
     for i, (array, message) in enumerate(cases):
         path = tmp_path / f"bad{i}.npy"
         np.save(path, array)
@@ -87,6 +87,10 @@ def test_router_dump(tmp_path, capsys):
     np.save(tmp_path / "bad.npy", np.array([[[0, 5]], [[1, 2]]]))
     assert main(["demand", "router", str(tmp_path / "bad.npy"), "--experts", "4", "-o", str(tmp_path / "x.csv")]) == 2
     assert capsys.readouterr().err.endswith("expert id 5 is outside 0 .. 3 (4 experts)\n")
+    (tmp_path / "ids.csv").write_text("0,1\n2,3\n")
+    assert main(["demand", "router", str(tmp_path / "ids.csv"), "-o", str(tmp_path / "x.csv")]) == 2
+    assert capsys.readouterr().err == (f"a2a demand: error: {tmp_path / 'ids.csv'}: not a .npy file; a router dump "
+                                       f"is an integer array saved by numpy.save\n")
     assert not (tmp_path / "x.csv").exists()
 
 

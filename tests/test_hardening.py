@@ -60,6 +60,11 @@ def _error(capsys, argv, code=2) -> str:
     (["solve", "ring:4", "--link-bw", "100Gbps", "--host-bw", "1Kbps"],
      "a2a solve: error: --host-bw / --link-bw = 1e-08 is outside 1e-6 .. 1e6, where the flow LPs lose precision"),
     (["topo", "ring:4", "--save", ""], "a2a topo: error: --save: the path is empty"),
+    (["topo", "file:{tmp}/huge.json"],
+     "a2a topo: error: {tmp}/huge.json: 1000000000 nodes, over the limit of 100000 (a2a_compiler.topology.model.MAX_NODES)"),
+    (["routes", "torus:3x3x3", "--algo", "fptas", "--eps", "1e-3"],
+     "a2a routes: error: fptas: --eps 0.001 is too small for 162 links: the initial length δ = (m/(1-ε))^(-1/ε) = "
+     "e^-5089 underflows; use --eps 0.0079 or more"),
     (["verify", "{tmp}/file", "--junit", "{tmp}/file"],
      "a2a verify: error: --junit {tmp}/file: that is an input of this command ({tmp}/file); write the output elsewhere"),
     (["compile", "ring:4", "--emit", "msccl", "--demand", "{tmp}/file", "-o", "{tmp}/./file"],
@@ -70,6 +75,8 @@ def _error(capsys, argv, code=2) -> str:
 def test_one_line_and_exit_2(tmp_path, capsys, argv, message):
     (tmp_path / "deep.json").write_text('{"a":' * 100_000 + "1" + "}" * 100_000)
     (tmp_path / "file").write_text("")
+    head = '{"format": "a2a-topology", "version": 1, "spec": "x", '
+    (tmp_path / "huge.json").write_text(head + '"hosts": 1000000000, "links": []}')
     tmp = str(tmp_path)
     before = sorted(tmp_path.iterdir())
     assert _error(capsys, [a.replace("{tmp}", tmp) for a in argv]) == message.replace("{tmp}", tmp)

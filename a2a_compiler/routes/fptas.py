@@ -64,6 +64,10 @@ def _tree_flow(pred: np.ndarray, dist: np.ndarray, demand: np.ndarray) -> np.nda
     return sub
 
 
+#: The smallest log δ: δ stays far from underflow, with room for the lengths' δ / capacity.
+MIN_LOG_DELTA = -650.0
+
+
 def fptas(topology: Topology, fabric: Fabric | None = None, *, eps: float = DEFAULT_EPS, early_stop: bool = True,
           max_phases: int | None = None, progress=None) -> RouteSet:
     """Approximate max concurrent flow to within ``eps`` (module docstring); weighted paths per pair.
@@ -102,7 +106,12 @@ def fptas(topology: Topology, fabric: Fabric | None = None, *, eps: float = DEFA
     t_sp = float(np.max(load / cap))
     demand = 1.0 / t_sp
 
-    delta = (m / (1 - eps)) ** (-1 / eps)
+    log_delta = -math.log(m / (1 - eps)) / eps
+    if log_delta < MIN_LOG_DELTA:  # δ would underflow: every length 0
+        smallest = math.log(m) / -MIN_LOG_DELTA
+        raise A2AError(f"fptas: --eps {eps:g} is too small for {m} links: the initial length "
+                       f"δ = (m/(1-ε))^(-1/ε) = e^{log_delta:.0f} underflows; use --eps {smallest * 1.01:.2g} or more")
+    delta = math.exp(log_delta)
     l = delta / cap
     log_scale = math.log(1 / delta) / math.log1p(eps)   # log_{1+ε}(1/δ): phases at optimum 1
     X = np.zeros((nh, m))                                # per-source flow on every link

@@ -16,12 +16,7 @@ from scipy.sparse import csgraph
 
 from ..errors import SpecError
 from .gf import field, prime_power
-from .model import Topology
-
-
-#: Size limits that keep a typo from exhausting memory (the flow solvers need far less).
-MAX_NODES = 100_000
-MAX_LINKS = 20_000_000
+from .model import MAX_LINKS, MAX_NODES, Topology
 
 
 def _require(cond: bool, param: str, rule: str, spec: str) -> None:

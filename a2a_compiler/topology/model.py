@@ -45,6 +45,9 @@ from ..files import atomic_write, read_json
 
 JSON_FORMAT = "a2a-topology"
 JSON_VERSION = 1
+#: Size limits that keep a typo (a spec, a file) from exhausting memory (the flow solvers need far less).
+MAX_NODES = 100_000
+MAX_LINKS = 20_000_000
 
 
 def _frozen(a, dtype) -> np.ndarray:
@@ -410,7 +413,12 @@ class Topology:
             hosts, switches = int(d["hosts"]), int(d.get("switches", 0))
             if switches < 0:
                 raise FormatError(f"{source}: \"switches\" must be >= 0, got {switches}")
+            if hosts + switches > MAX_NODES:
+                raise FormatError(f"{source}: {hosts + switches} nodes, over the limit of {MAX_NODES} "
+                                  f"(a2a_compiler.topology.model.MAX_NODES)")
             links = d["links"]
+            if not isinstance(links, list) or len(links) > MAX_LINKS:
+                raise FormatError(f"{source}: \"links\" must be a list of at most {MAX_LINKS} links")
             for i, link in enumerate(links):
                 if len(link) != 3 or any(isinstance(x, (bool, str)) for x in link):
                     raise FormatError(f"{source}: links[{i}] must be [src, dst, capacity] numbers, got {link!r}")
