@@ -38,6 +38,8 @@ from .ir import LinkSchedule, PathSchedule, Route, Transfer, link_chunk_volume
 
 #: ``C`` values tried (those <= max_chunks, plus max_chunks itself).
 CHUNK_CANDIDATES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
+#: Most chunks of a whole schedule (shards x C) for a C above :data:`CHUNK_CANDIDATES`: about 1 GB of search.
+MAX_CHUNKS_TOTAL = 2**22
 #: Fidelity (lp_time / predicted_time) that is good enough to stop at a smaller C.
 FIDELITY_TARGET = 0.97
 #: Path weights below this are LP noise.
@@ -454,6 +456,11 @@ def choose_chunks(res: _Resources, paths: list[list[np.ndarray]], cands: dict, l
         raise A2AError(f"--min-fidelity must be in (0, 1], got {min_fidelity}")
     target = FIDELITY_TARGET if min_fidelity is None else min_fidelity
     weights = [np.array([w for w, _ in plist]) for plist in cands.values()]
+    top = chunks or max_chunks
+    if top > CHUNK_CANDIDATES[-1] and top * len(weights) > MAX_CHUNKS_TOTAL:
+        raise A2AError(f"{top} chunks per shard x {len(weights)} shards is over {MAX_CHUNKS_TOTAL} chunks "
+                       f"(a2a_compiler.chunk.chunking.MAX_CHUNKS_TOTAL); use at most "
+                       f"{max(CHUNK_CANDIDATES[-1], MAX_CHUNKS_TOTAL // len(weights))}")
     best = refused = None
     for C in [chunks] if chunks is not None else chunk_candidates(max_chunks):
         form = shape(C) if shape is not None else ([C] * len(weights), None, C)

@@ -90,24 +90,25 @@ def solve(topology: Topology, fabric: Fabric | None = None, method: str = "mcf-d
         check_solver(options["solver"])
     fabric = fabric or Fabric()
     topology = apply_link_classes(topology, fabric)
-    check_lp_size(topology, fabric, method)
+    check_lp_size(topology, fabric, method, steps=options.get("steps") or 1)
     demand = as_demand(demand, topology.n_hosts)
     return func(topology, fabric, **options) if demand is None else func(topology, fabric, demand=demand, **options)
 
 
-def check_lp_size(topology: Topology, fabric: Fabric, method: str) -> None:
+def check_lp_size(topology: Topology, fabric: Fabric, method: str, steps: int = 1) -> None:
     """Refuse, before building it, a flow LP whose estimated memory exceeds :data:`MAX_LP_BYTES`: about
     3 nonzeros per flow variable, one variable per (commodity group, link) — ``N(N-1)`` groups for
-    ``mcf`` (eqs. 1–5), ``N`` for the source-grouped LPs (eqs. 6–9, tsMCF per step, counted once) —
-    at :data:`LP_BYTES_PER_NONZERO` each.  The message gives the estimate."""
+    ``mcf`` (eqs. 1–5), ``N`` for the source-grouped LPs (eqs. 6–9, tsMCF per step: ``steps`` given, or
+    counted once) — at :data:`LP_BYTES_PER_NONZERO` each.  The message gives the estimate."""
     n = topology.n_hosts
     links = topology.n_links + (2 * n if fabric.host_bw is not None else 0)  # host–NIC links of Fig. 2
     groups = n * (n - 1) if method == "mcf" else n
-    nnz = 3 * groups * links
+    nnz = 3 * groups * links * steps
     need = nnz * LP_BYTES_PER_NONZERO
     if need > MAX_LP_BYTES:
+        per_step = f" x {steps} steps" if steps > 1 else ""
         raise A2AError(f"{topology.spec}: the {method} LP would have about {nnz:.1e} nonzeros ({groups} commodity "
-                       f"group(s) x {links} links) and need about {need / 2**30:.0f} GiB, over the "
+                       f"group(s) x {links} links{per_step}) and need about {need / 2**30:.0f} GiB, over the "
                        f"{MAX_LP_BYTES / 2**30:.0f} GiB limit (a2a_compiler.solve.MAX_LP_BYTES)"
                        + ("; mcf-decomp needs N times fewer" if method == "mcf" else ""))
 
