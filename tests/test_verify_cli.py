@@ -228,3 +228,29 @@ def test_demo_files_are_what_compile_writes(tmp_path, capsys):
         assert (tmp_path / "demo" / f"{emit}.xml").read_bytes() == (tmp_path / f"{emit}.xml").read_bytes()
     out = capsys.readouterr().out
     assert "== 2. verify against the topology and fabric the files record" in out and out.count("\nVALID\n") == 2
+
+
+def _mpi_file(tmp_path, capsys, spec="complete:3", **replace) -> Path:
+    """An MPI path file 'a2a compile SPEC' writes, with text replaced (``old=new`` pairs as a dict's items)."""
+    f = tmp_path / "p.mpi.xml"
+    assert main(["compile", spec, "--emit", "mpi", "-o", str(f), "-q"]) == 0
+    capsys.readouterr()
+    text = f.read_text()
+    for old, new in replace.values():
+        assert old in text
+        text = text.replace(old, new)
+    f.write_text(text)
+    return f
+
+
+def test_a_long_route_is_echoed_as_its_first_nodes_and_length(tmp_path, capsys):
+    route = " ".join(["0", "1"] * 5000) + " 2"
+    f = _mpi_file(tmp_path, capsys, r=('route="0 2"', f'route="{route}"'))
+    assert main(["verify", str(f), "--json", "--no-lp"]) == 1
+    assert json.loads(capsys.readouterr().out)["errors"] == [
+        "data movement: rank 0 send to 2 route_id 0: route 0 1 0 1 0 1 0 1 ... (10001 nodes) visits a node twice"]
+    f.write_text(f.read_text().replace(route, route.replace(" 1 ", " x ", 1)))
+    assert main(["verify", str(f)]) == 2
+    assert capsys.readouterr().err == (
+        f"a2a verify: error: {f}: line 5: <send> attribute route='0 x 0 1 0 1 0 1 0 1 0 1 0 1 0 1 0 1 0 1 0 1 0 1 0 1 0 "
+        f"1 0 1 '... (20001 characters) is not a list of integers\n")

@@ -6,7 +6,7 @@ import re
 
 from lxml import etree
 
-from ..errors import FormatError
+from ..errors import FormatError, echo
 
 #: Largest XML file we agree to parse (bytes).
 MAX_XML_BYTES = 256 * 1024 * 1024
@@ -79,9 +79,9 @@ def attr_int(el, name: str, source: str, default: int | None = None) -> int:
     try:
         x = int(v.strip(), 10)
     except ValueError:
-        raise FormatError(f"{where(el, source)} attribute {name}={v!r} is not an integer") from None
+        raise FormatError(f"{where(el, source)} attribute {name}={echo(v)} is not an integer") from None
     if abs(x) > MAX_INT:
-        raise FormatError(f"{where(el, source)} attribute {name}={v!r} is out of range")
+        raise FormatError(f"{where(el, source)} attribute {name}={echo(v)} is out of range")
     return x
 
 
@@ -91,9 +91,9 @@ def attr_ints(el, name: str, source: str) -> tuple[int, ...]:
     try:
         xs = tuple(int(t, 10) for t in v.split())
     except ValueError:
-        raise FormatError(f"{where(el, source)} attribute {name}={v!r} is not a list of integers") from None
+        raise FormatError(f"{where(el, source)} attribute {name}={echo(v)} is not a list of integers") from None
     if any(abs(x) > MAX_INT for x in xs):
-        raise FormatError(f"{where(el, source)} attribute {name}={v!r} is out of range")
+        raise FormatError(f"{where(el, source)} attribute {name}={echo(v)} is out of range")
     return xs
 
 
@@ -107,7 +107,7 @@ def attr_floats(el, name: str, source: str) -> tuple[float, ...] | None:
     except ValueError:
         xs = (-1.0,)
     if any(not (0 <= x < float("inf")) for x in xs):
-        raise FormatError(f"{where(el, source)} attribute {name}={v[:60]!r} is not a list of finite numbers >= 0")
+        raise FormatError(f"{where(el, source)} attribute {name}={echo(v)} is not a list of finite numbers >= 0")
     return xs
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..errors import echo_items
 from ..topology.model import Topology
 
 
@@ -52,6 +53,6 @@ def check_routes(program, topology: Topology) -> list[str]:
         for u, v in zip(s.nodes, s.nodes[1:]):
             if (u, v) not in links:
                 errors.append(f"rank {s.src} send to {s.dst} route_id {s.route_id}: hop {u}->{v} of route "
-                              f"{' '.join(map(str, s.nodes))} is not a link of {topology.spec}")
+                              f"{echo_items(s.nodes, 'nodes')} is not a link of {topology.spec}")
                 break
     return errors
