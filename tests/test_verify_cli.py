@@ -253,4 +253,4 @@ def test_a_long_route_is_echoed_as_its_first_nodes_and_length(tmp_path, capsys):
     assert main(["verify", str(f)]) == 2
     assert capsys.readouterr().err == (
         f"a2a verify: error: {f}: line 5: <send> attribute route='0 x 0 1 0 1 0 1 0 1 0 1 0 1 0 1 0 1 0 1 0 1 0 1 0 1 0 "
-        f"1 0 1 '... (20001 characters) is not a list of integers\n")
+        f"1 0 1 '... (20001 characters) is not a list of integers (ASCII digits, no leading zero, an optional '-') separated by spaces\n")

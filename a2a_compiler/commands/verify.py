@@ -25,7 +25,10 @@ checks:
                      text, required attributes, ids, <= 64 steps per tb, cnt, depid, offsets,
                      one tb per (peer, channel, direction), dependencies, hasdep, nops, thread
                      blocks per GPU (nccl 1024, rccl 64), channels (nccl 32, rccl 128), the XML
-                     parser's <= 4095 nodes per rank and <= 1024 gpus; docs/msccl.md)
+                     parser's <= 4095 nodes per rank and <= 1024 gpus; docs/msccl.md).  An
+                     integer attribute other than ASCII digits with no leading zero and an
+                     optional '-' (cnt="0_1", "01", "+1") makes any file unreadable: the
+                     executor's strtol would read another number than the verifier
   data movement      symbolic execution with labelled chunks: every rank's output is the
                      all-to-all transpose, each chunk delivered once, no read of unwritten data,
                      no overwrite of live data, local accesses ordered by dependencies
