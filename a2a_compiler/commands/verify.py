@@ -39,7 +39,9 @@ checks:
                      routes cannot deadlock under wormhole / credit-based flow control; a cycle
                      is reported channel by channel
   topology           every transfer (route hop) is a real link of the topology: the one the file
-                     records (files of 'a2a compile' and 'a2a routes'), or --topology SPEC
+                     records (files of 'a2a compile' and 'a2a routes'), or --topology SPEC; a
+                     recorded spec naming another number of hosts than the file's ranks (its
+                     parameters tell) is this check's error, without building it
   performance        predicted time in link-times (one shard over one link), by the cost model
                      'a2a compile' uses (MSCCL: dataflow; oneCCL: its steps; MPI paths: all routes
                      at once) on the recorded fabric; fidelity = lp_time / predicted time, lp_time

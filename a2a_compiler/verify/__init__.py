@@ -218,7 +218,8 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
         program = FORMATS[fmt].from_element(root, source)
     if demand is None and program.record is not None:
         demand = program.record.demand_volumes(source)
-    context = _context(program.record, topology, fabric)
+    ranks = program.ngpus if fmt == "msccl" else program.nranks
+    context = _context(program.record, topology, fabric, ranks)
     topology, fabric = context.topology, context.fabric
     caps = None if topology is None else topology_check.link_capacities(topology)
     made = dict(record=program.record, spec=None if topology is None else topology.spec, fabric=fabric,
@@ -227,7 +228,7 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
         if demand is not None:
             raise A2AError("--demand: MSCCL++ plans are plain all-to-alls here; an all-to-allv compiles to MSCCL, "
                            "oneCCL-style or MPI path files")
-        report = Report(source, fmt, program.nranks, program.chunks_per_shard, **made)
+        report = Report(source, fmt, ranks, program.chunks_per_shard, **made)
         layout = None
         findings = mscclpp_rules.check_rules(program)
         report.errors["executor rules"] += findings.errors
@@ -242,7 +243,7 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
         if trace is None:
             return report
     elif fmt == "msccl":
-        report = Report(source, fmt, program.ngpus, program.nchunksperloop // max(program.ngpus, 1), **made)
+        report = Report(source, fmt, ranks, program.nchunksperloop // max(ranks, 1), **made)
         if demand is not None and demand.n != report.ranks:
             _demand_layout(fmt, program, demand, report)          # the one-line refusal
         rules = report.errors["executor rules"]
@@ -272,7 +273,7 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
         if trace is None:
             return report
     elif fmt == "oneccl":
-        report = Report(source, fmt, program.nranks, program.chunks_per_shard, **made)
+        report = Report(source, fmt, ranks, program.chunks_per_shard, **made)
         layout = _demand_layout(fmt, program, demand, report)
         report.skipped["executor rules"] = "MSCCL only"
         report.skipped["deadlock freedom"] = "matched asynchronous operations and a local wait-all per step"
@@ -285,7 +286,7 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
                           f"{program.nsteps} steps, {ops} operations, "
                           f"{sum(r.s_chunks for r in program.ranks)} scratch chunks")
     else:
-        report = Report(source, fmt, program.nranks, program.chunks_per_shard, **made)
+        report = Report(source, fmt, ranks, program.chunks_per_shard, **made)
         layout = _demand_layout(fmt, program, demand, report)
         report.skipped["executor rules"] = "MSCCL only"
         if deadlock_free:
@@ -303,11 +304,13 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
         report.errors["data movement"] += trace.errors
         report.summary = (f"{program.nranks} ranks, {program.nnodes} nodes, {program.chunks_per_shard} chunk(s) "
                           f"per shard, {len(program.sends)} routes")
-    if topology is None:
+    if context.misfit:
+        report.errors["topology"] += context.misfit
+    elif topology is None:
         report.skipped["topology"] = context.no_topology
     else:
         terr = report.errors["topology"]
-        terr += topology_check.check_ranks(report.ranks, topology)
+        terr += topology_check.check_ranks(report.ranks, topology.spec, topology.n_hosts)
         if fmt == "mpi":
             terr += topology_check.check_routes(program, topology)
         else:
@@ -361,16 +364,21 @@ def _executor_trace(report: Report, sound: bool, size: int, run, program):
 @dataclass(frozen=True)
 class _Context:
     """What :func:`_verify` checks against: the topology (or why there is none), the fabric, and how
-    they differ from the file's record."""
+    they differ from the file's record; ``misfit``: the topology errors of a recorded spec whose host
+    count is not the file's rank count (found before building it)."""
 
     topology: Topology | None
     fabric: Fabric
     overrides: list[str]
     no_topology: str = ""
+    misfit: list[str] = field(default_factory=list)
 
 
-def _context(record: Record | None, topology: Topology | None, fabric: Fabric | dict | None) -> _Context:
-    """The topology and fabric a file is verified against: the given ones, else the recorded ones."""
+def _context(record: Record | None, topology: Topology | None, fabric: Fabric | dict | None,
+             ranks: int) -> _Context:
+    """The topology and fabric a file of ``ranks`` ranks is verified against: the given ones, else the
+    recorded ones; a recorded spec with another number of hosts is not built (``complete:4000`` for 3 ranks
+    would take half a minute and gigabytes)."""
     base = record.fabric if record is not None else Fabric()
     if isinstance(fabric, dict):
         fabric = replace(base, **{k: v for k, v in fabric.items() if v is not None}) if fabric else None
@@ -381,12 +389,14 @@ def _context(record: Record | None, topology: Topology | None, fabric: Fabric | 
     if record is not None and topology is not None and topology.spec != record.spec:
         overrides.append(f"--topology {topology.spec} differs from the spec the file was compiled for "
                          f"({record.spec}): its links are checked against --topology")
-    no_topology = "no --topology given"
+    no_topology, misfit = "no --topology given", []
     if topology is None and record is not None:
-        from ..topology.puncture import from_recorded_spec
+        from ..topology.puncture import from_recorded_spec, recorded_hosts
 
+        hosts = recorded_hosts(record.spec)
+        misfit = [] if hosts is None else topology_check.check_ranks(ranks, record.spec, hosts)
         try:
-            topology = from_recorded_spec(record.spec)
+            topology = None if misfit else from_recorded_spec(record.spec)
         except A2AError as exc:
             no_topology = f"the recorded spec {record.spec!r} cannot be built here ({exc}); give --topology"
     fabric = fabric or base
@@ -394,7 +404,7 @@ def _context(record: Record | None, topology: Topology | None, fabric: Fabric | 
         from ..fabric import apply_link_classes
 
         topology = apply_link_classes(topology, fabric)
-    return _Context(topology, fabric, overrides, no_topology)
+    return _Context(topology, fabric, overrides, no_topology, misfit)
 
 
 def _too_big(report: Report, size: int) -> bool:

@@ -24,10 +24,11 @@ def schedule_topology(schedule) -> Topology:
                                undirected=False)
 
 
-def check_ranks(n_ranks: int, topology: Topology) -> list[str]:
-    """The program has as many ranks as the topology has hosts."""
-    if n_ranks != topology.n_hosts:
-        return [f"the program has {n_ranks} ranks but topology {topology.spec} has {topology.n_hosts} hosts"]
+def check_ranks(n_ranks: int, spec: str, n_hosts: int) -> list[str]:
+    """The program has as many ranks as the topology ``spec`` has hosts (``n_hosts``, known before it is built:
+    :func:`~a2a_compiler.topology.puncture.recorded_hosts`)."""
+    if n_ranks != n_hosts:
+        return [f"the program has {n_ranks} ranks but topology {spec} has {n_hosts} hosts"]
     return []
 
 
