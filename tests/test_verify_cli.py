@@ -276,3 +276,25 @@ def test_compile_from_ir_refuses_a_spec_of_another_size(tmp_path, capsys):
     assert capsys.readouterr().err == (f"a2a compile: error: {ir}: spec 'complete:4000' has 4000 hosts, but n_ranks "
                                        "is 4\n")
     assert not out.exists()
+
+
+def test_a_recorded_spec_that_cannot_be_built_is_a_warning_not_a_certified_valid(tmp_path, capsys):
+    f = _mpi_file(tmp_path, capsys, s=('"spec": "complete:3"', '"spec": "bogus:3"'), m=('"mcf_time": 1.0', '"mcf_time": 0.25'))
+    warning = ("the topology check could not run: the recorded spec 'bogus:3' cannot be built here (unknown topology "
+               "family 'bogus' in 'bogus:3'; known families: complete:N, ring:N, bipartite:n, hypercube:d, "
+               "twisted-hypercube:d, torus:K1xK2x...[,p=P], petersen, genkautz:N,d, slimfly:q[,p=P], "
+               "xpander:d,l[,seed=S], jellyfish:N,d[,seed=S], dragonfly:a,h,p, hyperx:S,L[,p=P], "
+               "fattree:k,n[,merge=M][,hosts=H], vartree:K0,M0,M1,...[,w=W|W0xW1x...][,merge=M][,hosts=H], "
+               "nvswitch:NODES,GPUS[,fabric=rail|ring|complete|hypercube|torusK1xK2...], file:PATH, ibnet:PATH); "
+               "give --topology")
+    assert main(["verify", str(f)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[5:] == ["  topology           skipped (the recorded spec cannot be built here (see the warning))",
+                         f"  warning: {warning}",
+                         "  predicted time     1 link-times; busiest link 0->1 carries 1 shards",
+                         "  LP time            1 link-times, mcf-extp's own LP (recorded); fidelity 1.0000",
+                         "  link MCF optimum   0.25 link-times (recorded, not solved here); MCF ratio 0.2500",
+                         "VALID, with 1 warning (see above)"]
+    assert main(["verify", str(f), "--strict", "--json"]) == 1
+    d = json.loads(capsys.readouterr().out)
+    assert (d["valid"], d["errors"], d["warnings"]) == (False, [f"executor rules: (--strict) {warning}"], [])

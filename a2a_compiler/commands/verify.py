@@ -46,7 +46,8 @@ checks:
                      'a2a compile' uses (MSCCL: dataflow; oneCCL: its steps; MPI paths: all routes
                      at once) on the recorded fabric; fidelity = lp_time / predicted time, lp_time
                      the method's own LP optimum the file records; MCF ratio = mcf_time /
-                     predicted time, mcf_time the link MCF optimum 1/F, solved (certified)
+                     predicted time, mcf_time the link MCF optimum 1/F, solved (certified; with
+                     --no-lp or no topology to solve on, the recorded number, said so)
 
 Every file the compiler writes records its topology spec, method, fabric, demand and LP times (a
 comment; an MSCCL++ plan's "a2a_record" key; docs/formats.md), so 'a2a verify FILE' with no other
@@ -63,8 +64,9 @@ in <rank volumes=...>), and it must be D's.  A plain
 all-to-all oneCCL or MPI path file is valid for any D and is priced under it, reused (routes
 and steps unchanged).  Times are then the all-to-allv's, and the LP optimum is 1/F(D).
 
-Warnings (a receive described differently from its send, many channels or thread blocks) do not
-make a file invalid unless --strict.
+Warnings (a receive described differently from its send, many channels or thread blocks, a
+recorded spec that cannot be built here, so the topology check could not run) do not make a file
+invalid unless --strict; a valid file with warnings ends "VALID, with N warnings".
 """
 
 EPILOG = """\
@@ -236,7 +238,10 @@ def _human(report) -> str:
             lines.append(f"  LP time            {report.lp_time:.6g} link-times, {rec.method}'s own LP (recorded); "
                          f"fidelity {report.fidelity:.4f}")
         if report.mcf_time:
-            lines.append(f"  link MCF optimum   {report.mcf_time:.6g} link-times (certified); MCF ratio "
+            lines.append(f"  link MCF optimum   {report.mcf_time:.6g} link-times "
+                         f"({'certified' if report.mcf_solved else 'recorded, not solved here'}); MCF ratio "
                          f"{report.mcf_ratio:.4f}")
-    lines.append("VALID" if report.valid else "INVALID")
+    n = len(report.warnings)   # a warning can mean a check did not run: VALID says so
+    lines.append("INVALID" if not report.valid else f"VALID, with {n} warning{'s' if n > 1 else ''} (see above)" if n
+                 else "VALID")
     return "\n".join(lines)

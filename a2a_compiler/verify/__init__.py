@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 
 from ..chunk.cost import ratio
 from ..deadlock import find_deadlock
-from ..errors import A2AError
+from ..errors import A2AError, echo
 from ..fabric import Fabric
 from ..files import read_bytes
 from ..formats import FORMATS, detect_format
@@ -56,6 +56,7 @@ class Report:
     fabric: Fabric = Fabric()             # fabric the times are predicted on: the record's, or the overrides'
     overrides: list[str] = field(default_factory=list)  # where the given topology / fabric differ from the record
     mcf_time: float | None = None         # link-MCF optimum of spec under fabric: solved (certified), else recorded
+    mcf_solved: bool = False              # mcf_time was solved here (else it is the record's number)
     summary: str = ""
     target: str | None = None             # the MSCCL executor whose limits applied
     parser_nodes: int | None = None       # MSCCL: the most parser nodes any rank needs
@@ -223,7 +224,7 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
     topology, fabric = context.topology, context.fabric
     caps = None if topology is None else topology_check.link_capacities(topology)
     made = dict(record=program.record, spec=None if topology is None else topology.spec, fabric=fabric,
-                overrides=context.overrides)
+                overrides=context.overrides, warnings=list(context.warnings))
     if fmt == "mscclpp":
         if demand is not None:
             raise A2AError("--demand: MSCCL++ plans are plain all-to-alls here; an all-to-allv compiles to MSCCL, "
@@ -335,7 +336,7 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
     if topology is not None and lp and not report.errors["topology"]:
         from ..solve import solve
 
-        report.mcf_time = solve(topology, fabric, "mcf-decomp", demand=demand).lp_time
+        report.mcf_time, report.mcf_solved = solve(topology, fabric, "mcf-decomp", demand=demand).lp_time, True
         recorded = program.record.mcf_time if program.record is not None and not context.overrides \
             and not report.reused else None
         if recorded and abs(recorded - report.mcf_time) > 1e-6 * report.mcf_time:
@@ -365,13 +366,15 @@ def _executor_trace(report: Report, sound: bool, size: int, run, program):
 class _Context:
     """What :func:`_verify` checks against: the topology (or why there is none), the fabric, and how
     they differ from the file's record; ``misfit``: the topology errors of a recorded spec whose host
-    count is not the file's rank count (found before building it)."""
+    count is not the file's rank count (found before building it); ``warnings``: why a recorded spec
+    could not be built (the topology check could not run: a warning, an error with ``strict``)."""
 
     topology: Topology | None
     fabric: Fabric
     overrides: list[str]
     no_topology: str = ""
     misfit: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
 def _context(record: Record | None, topology: Topology | None, fabric: Fabric | dict | None,
@@ -389,7 +392,7 @@ def _context(record: Record | None, topology: Topology | None, fabric: Fabric | 
     if record is not None and topology is not None and topology.spec != record.spec:
         overrides.append(f"--topology {topology.spec} differs from the spec the file was compiled for "
                          f"({record.spec}): its links are checked against --topology")
-    no_topology, misfit = "no --topology given", []
+    no_topology, misfit, warnings = "no --topology given", [], []
     if topology is None and record is not None:
         from ..topology.puncture import from_recorded_spec, recorded_hosts
 
@@ -398,13 +401,15 @@ def _context(record: Record | None, topology: Topology | None, fabric: Fabric | 
         try:
             topology = None if misfit else from_recorded_spec(record.spec)
         except A2AError as exc:
-            no_topology = f"the recorded spec {record.spec!r} cannot be built here ({exc}); give --topology"
+            no_topology = "the recorded spec cannot be built here (see the warning)"
+            warnings.append(f"the topology check could not run: the recorded spec {echo(record.spec)} cannot be "
+                            f"built here ({exc}); give --topology")
     fabric = fabric or base
     if topology is not None:
         from ..fabric import apply_link_classes
 
         topology = apply_link_classes(topology, fabric)
-    return _Context(topology, fabric, overrides, no_topology, misfit)
+    return _Context(topology, fabric, overrides, no_topology, misfit, warnings)
 
 
 def _too_big(report: Report, size: int) -> bool:
