@@ -298,3 +298,20 @@ def test_a_recorded_spec_that_cannot_be_built_is_a_warning_not_a_certified_valid
     assert main(["verify", str(f), "--strict", "--json"]) == 1
     d = json.loads(capsys.readouterr().out)
     assert (d["valid"], d["errors"], d["warnings"]) == (False, [f"executor rules: (--strict) {warning}"], [])
+
+
+def test_remove_links_without_topology_punctures_the_recorded_one(tmp_path, capsys):
+    """--remove-links / --remove-nodes without --topology were ignored: VALID on the full fabric."""
+    f = _mpi_file(tmp_path, capsys)
+    assert main(["verify", str(f), "--remove-links", "1", "--json", "--no-lp"]) == 1
+    out = capsys.readouterr()
+    d = json.loads(out.out)
+    note = ("--remove-links/--remove-nodes puncture the topology the file was compiled for (complete:3): its links "
+            "are checked against complete:3 -links 1 seed=0")
+    assert out.err == f"a2a verify: warning: {f}: {note}\n" and d["overrides"] == [note]
+    assert d["spec"] == "complete:3 -links 1 seed=0" and d["errors"] == [
+        "topology: rank 1 send to 2 route_id 0: hop 1->2 of route 1 2 is not a link of complete:3 -links 1 seed=0",
+        "topology: rank 2 send to 1 route_id 0: hop 2->1 of route 2 1 is not a link of complete:3 -links 1 seed=0"]
+    assert main(["verify", str(ALLPAIRS), "--remove-nodes", "1"]) == 2   # no record, no --topology
+    assert capsys.readouterr().err == ("a2a verify: error: --remove-links/--remove-nodes: the file records no topology "
+                                       "to puncture; give --topology\n")

@@ -52,7 +52,8 @@ checks:
 Every file the compiler writes records its topology spec, method, fabric, demand and LP times (a
 comment; an MSCCL++ plan's "a2a_record" key; docs/formats.md), so 'a2a verify FILE' with no other
 option reports what 'a2a compile' said.  Fabric flags (--link-bw, --host-bw, --nvlink-bw,
---forwarding) replace the recorded values and --topology the recorded spec, each difference with a
+--forwarding) replace the recorded values and --topology the recorded spec, and --remove-links /
+--remove-nodes (--seed) puncture the recorded topology (or --topology's), each difference with a
 warning on stderr; files of other tools (msccl-tools, the MSCCL++ DSL) record nothing: give them
 --topology and the fabric flags.
 
@@ -75,6 +76,7 @@ examples:
   a2a verify schedules/*.xml --junit verify.xml       # CI: one JUnit testcase per file
   a2a verify allpairs.xml --topology complete:3       # a file from msccl-tools (no record)
   a2a verify t3.xml --link-bw 10Gbps                  # predicted on another fabric (warns)
+  a2a verify t3.xml --remove-links 2 --seed 1         # the recorded topology minus 2 cables (warns)
 """
 
 
@@ -133,6 +135,8 @@ def run(args) -> int:
     if args.junit:
         check_writable(args.junit)
     topology = topology_from_args(args, link_classes=False) if args.spec else None
+    cut = None if args.spec or not (args.remove_links or args.remove_nodes) else \
+        {"remove_links": args.remove_links or 0, "remove_nodes": args.remove_nodes or 0, "seed": args.seed or 0}
     overrides = _fabric_overrides(args)
     demand = None
     if args.demand:
@@ -145,7 +149,7 @@ def run(args) -> int:
         t0 = time.perf_counter()
         try:
             report, error = verify_file(path, topology, overrides, lp=not args.no_lp, deadlock_free=args.deadlock_free,
-                                        strict=args.strict, demand=demand, target=args.target), None
+                                        strict=args.strict, demand=demand, target=args.target, cut=cut), None
         except A2AError as exc:
             report, error = None, str(exc)
         outcomes.append(Outcome(path, report, error, time.perf_counter() - t0))

@@ -125,15 +125,19 @@ class Report:
 
 def verify_file(path: str | os.PathLike, topology: Topology | None = None, fabric: Fabric | dict | None = None,
                 lp: bool = True, deadlock_free: bool = False, strict: bool = False, demand=None,
-                target: str = msccl_rules.DEFAULT_TARGET) -> Report:
+                target: str = msccl_rules.DEFAULT_TARGET, cut: dict | None = None) -> Report:
     """Read ``path`` and :func:`verify_bytes` it."""
-    return verify_bytes(read_bytes(path), str(path), topology, fabric, lp, deadlock_free, strict, demand, target)
+    return verify_bytes(read_bytes(path), str(path), topology, fabric, lp, deadlock_free, strict, demand, target, cut)
 
 
 def verify_bytes(data: bytes, source: str = "<xml>", topology: Topology | None = None,
                  fabric: Fabric | dict | None = None, lp: bool = True, deadlock_free: bool = False,
-                 strict: bool = False, demand=None, target: str = msccl_rules.DEFAULT_TARGET) -> Report:
+                 strict: bool = False, demand=None, target: str = msccl_rules.DEFAULT_TARGET,
+                 cut: dict | None = None) -> Report:
     """Run every check that applies to the file's format; with ``strict``, warnings are errors.
+
+    ``cut``: :func:`~a2a_compiler.topology.puncture.puncture`'s ``remove_links``, ``remove_nodes``
+    and ``seed``, applied to the recorded topology (``--remove-links`` without ``--topology``).
 
     ``target`` names the MSCCL executor whose limits apply (:data:`~a2a_compiler.formats.msccl_rules.TARGETS`).
 
@@ -144,7 +148,7 @@ def verify_bytes(data: bytes, source: str = "<xml>", topology: Topology | None =
     :class:`~a2a_compiler.demand.Demand`): check data movement against it
     (:func:`_demand_layout`); default: the demand the file records.  See :func:`_verify`.
     """
-    report = _verify(data, source, topology, fabric, lp, deadlock_free, demand, msccl_rules.get_target(target))
+    report = _verify(data, source, topology, fabric, lp, deadlock_free, demand, msccl_rules.get_target(target), cut)
     if strict and report.warnings:
         report.errors["executor rules"] += [f"(--strict) {w}" for w in report.warnings]
         report.warnings = []
@@ -190,7 +194,8 @@ def _demand_layout(fmt: str, program, demand, report: "Report", trace=None):
 
 
 def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric | dict | None, lp: bool,
-            deadlock_free: bool, demand=None, target: msccl_rules.Target | None = None) -> Report:
+            deadlock_free: bool, demand=None, target: msccl_rules.Target | None = None,
+            cut: dict | None = None) -> Report:
     """Run every check that applies to the file's format.
 
     Unreadable input (malformed XML, an unknown root, hostile constructs, bad
@@ -220,7 +225,7 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
     if demand is None and program.record is not None:
         demand = program.record.demand_volumes(source)
     ranks = program.ngpus if fmt == "msccl" else program.nranks
-    context = _context(program.record, topology, fabric, ranks)
+    context = _context(program.record, topology, fabric, ranks, cut)
     topology, fabric = context.topology, context.fabric
     caps = None if topology is None else topology_check.link_capacities(topology)
     made = dict(record=program.record, spec=None if topology is None else topology.spec, fabric=fabric,
@@ -378,10 +383,10 @@ class _Context:
 
 
 def _context(record: Record | None, topology: Topology | None, fabric: Fabric | dict | None,
-             ranks: int) -> _Context:
+             ranks: int, cut: dict | None = None) -> _Context:
     """The topology and fabric a file of ``ranks`` ranks is verified against: the given ones, else the
-    recorded ones; a recorded spec with another number of hosts is not built (``complete:4000`` for 3 ranks
-    would take half a minute and gigabytes)."""
+    recorded ones, punctured by ``cut`` (see :func:`verify_bytes`); a recorded spec with another number of
+    hosts is not built (``complete:4000`` for 3 ranks would take half a minute and gigabytes)."""
     base = record.fabric if record is not None else Fabric()
     if isinstance(fabric, dict):
         fabric = replace(base, **{k: v for k, v in fabric.items() if v is not None}) if fabric else None
@@ -404,6 +409,14 @@ def _context(record: Record | None, topology: Topology | None, fabric: Fabric | 
             no_topology = "the recorded spec cannot be built here (see the warning)"
             warnings.append(f"the topology check could not run: the recorded spec {echo(record.spec)} cannot be "
                             f"built here ({exc}); give --topology")
+        if topology is not None and cut:
+            from ..topology.puncture import puncture
+
+            topology = puncture(topology, **cut)
+            overrides.append(f"--remove-links/--remove-nodes puncture the topology the file was compiled for "
+                             f"({record.spec}): its links are checked against {topology.spec}")
+    elif topology is None and cut:
+        raise A2AError("--remove-links/--remove-nodes: the file records no topology to puncture; give --topology")
     fabric = fabric or base
     if topology is not None:
         from ..fabric import apply_link_classes
