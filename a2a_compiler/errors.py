@@ -20,3 +20,21 @@ class DisconnectedError(A2AError):
 
 class FormatError(A2AError):
     """A malformed or hostile input file (topology, solution, schedule, XML)."""
+
+
+#: Most characters / items of an input value an error message repeats (a route can have 400 000 hops).
+ECHO_CHARS = 60
+ECHO_ITEMS = 8
+
+
+def echo(value: str) -> str:
+    """``value`` quoted for an error message: whole when short, else its start and its length."""
+    if len(value) <= ECHO_CHARS:
+        return repr(value)
+    return f"{value[:ECHO_CHARS]!r}... ({len(value)} characters)"
+
+
+def echo_items(items, unit: str = "items") -> str:
+    """A sequence for an error message, space-separated: whole when short, else its first items and its length."""
+    shown = " ".join(map(str, items[:ECHO_ITEMS]))
+    return shown if len(items) <= ECHO_ITEMS else f"{shown} ... ({len(items)} {unit})"

@@ -11,6 +11,7 @@ from a2a_compiler.topology import from_spec
 from a2a_compiler.topology import generators as gen
 from a2a_compiler.topology.gf import field, prime_power
 from a2a_compiler.topology.metrics import distance_stats
+from a2a_compiler.topology.spec import FAMILIES, spec_hosts
 
 
 def undirected(t):
@@ -333,3 +334,27 @@ def test_unknown_family_lists_families():
 def test_generator_functions_match_specs():
     assert links_set(gen.slimfly(7)) == links_set(from_spec("slimfly:7"))
     assert gen.hyperx(3, 2, p=0).spec == "hyperx:3,2,p=0"
+
+
+@pytest.mark.parametrize("spec", [f.example for f in FAMILIES.values() if f.hosts] + [
+    "torus:3x3,p=2", "slimfly:5,p=0", "slimfly:4,p=3", "dragonfly:4,2,0", "hyperx:3,2,p=0", "fattree:4,3,hosts=30",
+    "fattree:4,3,merge=2", "vartree:4,2,2,w=2,hosts=9", "nvswitch:4,2,fabric=ring"])
+def test_spec_hosts_is_the_built_topologys_host_count(spec):
+    assert spec_hosts(spec) == from_spec(spec).n_hosts
+
+
+@pytest.mark.parametrize("spec, hosts", [("complete:4000", 4000), ("bogus:3", None), ("file:t.json", None),
+                                         ("complete:x", None), ("hypercube:100000000000", None),
+                                         ("hyperx:1000000000,1000000000", None)])
+def test_spec_hosts_without_building(spec, hosts):
+    assert spec_hosts(spec) == hosts
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("hypercube:100000000000", "hypercube:100000000000: parameter d must be in 1..16 (2^d <= 100000 hosts)"),
+    ("fattree:1000000000,1000000000", "fattree:1000000000,1000000000: parameter k,n must keep k^n <= 100000 hosts"),
+])
+def test_huge_exponents_are_refused_without_computing_the_power(spec, message):
+    with pytest.raises(SpecError) as exc:
+        from_spec(spec)
+    assert str(exc.value) == message

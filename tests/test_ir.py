@@ -162,6 +162,9 @@ def test_hostile_sizes_fail_fast(tmp_path):
     d = to_json_dict(ring4_schedule())
     d["n_ranks"] = d["n_nodes"] = 10**6
     d["chunks_per_shard"] = 10**6
+    with pytest.raises(FormatError, match=r"^<json>: spec 'ring:4' has 4 hosts, but n_ranks is 1000000$"):
+        from_json_dict(d)
+    d["spec"] = "file:t.json"   # a spec whose host count only building tells
     with pytest.raises(FormatError, match=r"chunk \(0,1,1\) is never delivered \(it ends at rank 0, not 1\)"):
         from_json_dict(d)
     path = tmp_path / "deep.json"

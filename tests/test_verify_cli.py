@@ -228,3 +228,90 @@ def test_demo_files_are_what_compile_writes(tmp_path, capsys):
         assert (tmp_path / "demo" / f"{emit}.xml").read_bytes() == (tmp_path / f"{emit}.xml").read_bytes()
     out = capsys.readouterr().out
     assert "== 2. verify against the topology and fabric the files record" in out and out.count("\nVALID\n") == 2
+
+
+def _mpi_file(tmp_path, capsys, spec="complete:3", **replace) -> Path:
+    """An MPI path file 'a2a compile SPEC' writes, with text replaced (``old=new`` pairs as a dict's items)."""
+    f = tmp_path / "p.mpi.xml"
+    assert main(["compile", spec, "--emit", "mpi", "-o", str(f), "-q"]) == 0
+    capsys.readouterr()
+    text = f.read_text()
+    for old, new in replace.values():
+        assert old in text
+        text = text.replace(old, new)
+    f.write_text(text)
+    return f
+
+
+def test_a_long_route_is_echoed_as_its_first_nodes_and_length(tmp_path, capsys):
+    route = " ".join(["0", "1"] * 5000) + " 2"
+    f = _mpi_file(tmp_path, capsys, r=('route="0 2"', f'route="{route}"'))
+    assert main(["verify", str(f), "--json", "--no-lp"]) == 1
+    assert json.loads(capsys.readouterr().out)["errors"] == [
+        "data movement: rank 0 send to 2 route_id 0: route 0 1 0 1 0 1 0 1 ... (10001 nodes) visits a node twice"]
+    f.write_text(f.read_text().replace(route, route.replace(" 1 ", " x ", 1)))
+    assert main(["verify", str(f)]) == 2
+    assert capsys.readouterr().err == (
+        f"a2a verify: error: {f}: line 5: <send> attribute route='0 x 0 1 0 1 0 1 0 1 0 1 0 1 0 1 0 1 0 1 0 1 0 1 0 1 0 "
+        f"1 0 1 '... (20001 characters) is not a list of integers (ASCII digits, no leading zero, an optional '-') separated by spaces\n")
+
+
+def test_a_recorded_spec_of_another_size_is_not_built(tmp_path, capsys):
+    """complete:4000 recorded in a 3-rank file took 34.6 s and 6.9 GB to build before failing."""
+    f = _mpi_file(tmp_path, capsys, s=('"spec": "complete:3"', '"spec": "complete:4000"'))
+    assert main(["verify", str(f), "--json"]) == 1
+    d = json.loads(capsys.readouterr().out)
+    assert d["errors"] == ["topology: the program has 3 ranks but topology complete:4000 has 4000 hosts"]
+    f.write_text(f.read_text().replace("complete:4000", "complete:5 -nodes 2 seed=1"))  # 3 hosts: built
+    assert main(["verify", str(f), "--json", "--no-lp"]) == 0
+    assert json.loads(capsys.readouterr().out)["checks"]["topology"] == "pass"
+
+
+def test_compile_from_ir_refuses_a_spec_of_another_size(tmp_path, capsys):
+    ir, out = tmp_path / "s.json", tmp_path / "x.xml"
+    assert main(["schedule", "ring:4", "-o", str(ir), "-q"]) == 0
+    ir.write_text(ir.read_text().replace('"spec": "ring:4"', '"spec": "complete:4000"'))
+    capsys.readouterr()
+    assert main(["compile", "--from-ir", str(ir), "--emit", "msccl", "-o", str(out)]) == 2
+    assert capsys.readouterr().err == (f"a2a compile: error: {ir}: spec 'complete:4000' has 4000 hosts, but n_ranks "
+                                       "is 4\n")
+    assert not out.exists()
+
+
+def test_a_recorded_spec_that_cannot_be_built_is_a_warning_not_a_certified_valid(tmp_path, capsys):
+    f = _mpi_file(tmp_path, capsys, s=('"spec": "complete:3"', '"spec": "bogus:3"'), m=('"mcf_time": 1.0', '"mcf_time": 0.25'))
+    warning = ("the topology check could not run: the recorded spec 'bogus:3' cannot be built here (unknown topology "
+               "family 'bogus' in 'bogus:3'; known families: complete:N, ring:N, bipartite:n, hypercube:d, "
+               "twisted-hypercube:d, torus:K1xK2x...[,p=P], petersen, genkautz:N,d, slimfly:q[,p=P], "
+               "xpander:d,l[,seed=S], jellyfish:N,d[,seed=S], dragonfly:a,h,p, hyperx:S,L[,p=P], "
+               "fattree:k,n[,merge=M][,hosts=H], vartree:K0,M0,M1,...[,w=W|W0xW1x...][,merge=M][,hosts=H], "
+               "nvswitch:NODES,GPUS[,fabric=rail|ring|complete|hypercube|torusK1xK2...], file:PATH, ibnet:PATH); "
+               "give --topology")
+    assert main(["verify", str(f)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[5:] == ["  topology           skipped (the recorded spec cannot be built here (see the warning))",
+                         f"  warning: {warning}",
+                         "  predicted time     1 link-times; busiest link 0->1 carries 1 shards",
+                         "  LP time            1 link-times, mcf-extp's own LP (recorded); fidelity 1.0000",
+                         "  link MCF optimum   0.25 link-times (recorded, not solved here); MCF ratio 0.2500",
+                         "VALID, with 1 warning (see above)"]
+    assert main(["verify", str(f), "--strict", "--json"]) == 1
+    d = json.loads(capsys.readouterr().out)
+    assert (d["valid"], d["errors"], d["warnings"]) == (False, [f"executor rules: (--strict) {warning}"], [])
+
+
+def test_remove_links_without_topology_punctures_the_recorded_one(tmp_path, capsys):
+    """--remove-links / --remove-nodes without --topology were ignored: VALID on the full fabric."""
+    f = _mpi_file(tmp_path, capsys)
+    assert main(["verify", str(f), "--remove-links", "1", "--json", "--no-lp"]) == 1
+    out = capsys.readouterr()
+    d = json.loads(out.out)
+    note = ("--remove-links/--remove-nodes puncture the topology the file was compiled for (complete:3): its links "
+            "are checked against complete:3 -links 1 seed=0")
+    assert out.err == f"a2a verify: warning: {f}: {note}\n" and d["overrides"] == [note]
+    assert d["spec"] == "complete:3 -links 1 seed=0" and d["errors"] == [
+        "topology: rank 1 send to 2 route_id 0: hop 1->2 of route 1 2 is not a link of complete:3 -links 1 seed=0",
+        "topology: rank 2 send to 1 route_id 0: hop 2->1 of route 2 1 is not a link of complete:3 -links 1 seed=0"]
+    assert main(["verify", str(ALLPAIRS), "--remove-nodes", "1"]) == 2   # no record, no --topology
+    assert capsys.readouterr().err == ("a2a verify: error: --remove-links/--remove-nodes: the file records no topology "
+                                       "to puncture; give --topology\n")

@@ -215,3 +215,23 @@ def test_unordered_scratch_read_is_a_race():
     fixed = fixed.replace(r.replace('dstbuf="o" dstoff="0"', 'dstbuf="s" dstoff="0"'),
                           r.replace('dstbuf="o" dstoff="0"', 'dstbuf="s" dstoff="0"').replace('hasdep="0"', 'hasdep="1"'))
     assert verify_bytes(fixed.encode(), "t.xml").valid
+
+
+@pytest.mark.parametrize("value", ["0_1", "\uff11", "\u0661", "01", "+1", " 1", "1 ", "0x1", "-0", ""])
+def test_integer_attributes_have_the_executors_lexical_form(value):
+    """The executor reads integers with strtol(v, NULL, 0): '0_1' is 0, '01' octal, '１' and '١' 0; Python's
+    int() read them as 1, so such a file verified VALID.  One form is accepted: ASCII digits, no leading zero,
+    an optional '-' (the ranges are the rules')."""
+    line = _step_line(0, 0, 0)
+    lineno = ALLPAIRS[:ALLPAIRS.index(line.encode())].count(b"\n") + 2
+    broken = ALLPAIRS.replace(line.encode(), line.replace(' cnt="1"', f' cnt="{value}"').encode())
+    with pytest.raises(FormatError) as exc:
+        verify_bytes(broken, "t.xml")
+    assert str(exc.value) == (f"t.xml: line {lineno}: <step> attribute cnt={value!r} is not an integer "
+                              "(ASCII digits, no leading zero, an optional '-')")
+
+
+def test_negative_integers_are_read_and_left_to_the_rules():
+    line = _step_line(0, 0, 0)
+    errs = _errors(ALLPAIRS.replace(line.encode(), line.replace(' cnt="1"', ' cnt="-1"').encode()))
+    assert errs == ["executor rules: gpu 0 tb 0 step 0: cnt=-1 outside 1..71"]

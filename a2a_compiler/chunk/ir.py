@@ -37,8 +37,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import A2AError, FormatError
+from ..errors import A2AError, FormatError, echo
 from ..fabric import Fabric
+from ..topology.puncture import recorded_hosts
 from .cost import CostModel, ratio, stepped_time
 
 Chunk = tuple[int, int, int]  # (origin, destination, index)
@@ -446,6 +447,9 @@ def _from_json_dict(d, source: str) -> Schedule:
             info=d.get("info", {}) if isinstance(d.get("info", {}), dict) else {},
             demand=_demand(d.get("demand"), source),
         )
+        hosts = recorded_hosts(common["spec"])   # what 'a2a compile' records and 'a2a verify' rebuilds
+        if hosts is not None and hosts != common["n_ranks"]:
+            raise FormatError(f"spec {echo(common['spec'])} has {hosts} hosts, but n_ranks is {common['n_ranks']}")
         n_nodes = _int(d["n_nodes"], "n_nodes", common["n_ranks"])
         links = []
         for e, link in enumerate(_list(d["links"], "links")):

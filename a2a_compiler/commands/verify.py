@@ -25,7 +25,10 @@ checks:
                      text, required attributes, ids, <= 64 steps per tb, cnt, depid, offsets,
                      one tb per (peer, channel, direction), dependencies, hasdep, nops, thread
                      blocks per GPU (nccl 1024, rccl 64), channels (nccl 32, rccl 128), the XML
-                     parser's <= 4095 nodes per rank and <= 1024 gpus; docs/msccl.md)
+                     parser's <= 4095 nodes per rank and <= 1024 gpus; docs/msccl.md).  An
+                     integer attribute other than ASCII digits with no leading zero and an
+                     optional '-' (cnt="0_1", "01", "+1") makes any file unreadable: the
+                     executor's strtol would read another number than the verifier
   data movement      symbolic execution with labelled chunks: every rank's output is the
                      all-to-all transpose, each chunk delivered once, no read of unwritten data,
                      no overwrite of live data, local accesses ordered by dependencies
@@ -36,17 +39,21 @@ checks:
                      routes cannot deadlock under wormhole / credit-based flow control; a cycle
                      is reported channel by channel
   topology           every transfer (route hop) is a real link of the topology: the one the file
-                     records (files of 'a2a compile' and 'a2a routes'), or --topology SPEC
+                     records (files of 'a2a compile' and 'a2a routes'), or --topology SPEC; a
+                     recorded spec naming another number of hosts than the file's ranks (its
+                     parameters tell) is this check's error, without building it
   performance        predicted time in link-times (one shard over one link), by the cost model
                      'a2a compile' uses (MSCCL: dataflow; oneCCL: its steps; MPI paths: all routes
                      at once) on the recorded fabric; fidelity = lp_time / predicted time, lp_time
                      the method's own LP optimum the file records; MCF ratio = mcf_time /
-                     predicted time, mcf_time the link MCF optimum 1/F, solved (certified)
+                     predicted time, mcf_time the link MCF optimum 1/F, solved (certified; with
+                     --no-lp or no topology to solve on, the recorded number, said so)
 
 Every file the compiler writes records its topology spec, method, fabric, demand and LP times (a
 comment; an MSCCL++ plan's "a2a_record" key; docs/formats.md), so 'a2a verify FILE' with no other
 option reports what 'a2a compile' said.  Fabric flags (--link-bw, --host-bw, --nvlink-bw,
---forwarding) replace the recorded values and --topology the recorded spec, each difference with a
+--forwarding) replace the recorded values and --topology the recorded spec, and --remove-links /
+--remove-nodes (--seed) puncture the recorded topology (or --topology's), each difference with a
 warning on stderr; files of other tools (msccl-tools, the MSCCL++ DSL) record nothing: give them
 --topology and the fabric flags.
 
@@ -58,8 +65,9 @@ in <rank volumes=...>), and it must be D's.  A plain
 all-to-all oneCCL or MPI path file is valid for any D and is priced under it, reused (routes
 and steps unchanged).  Times are then the all-to-allv's, and the LP optimum is 1/F(D).
 
-Warnings (a receive described differently from its send, many channels or thread blocks) do not
-make a file invalid unless --strict.
+Warnings (a receive described differently from its send, many channels or thread blocks, a
+recorded spec that cannot be built here, so the topology check could not run) do not make a file
+invalid unless --strict; a valid file with warnings ends "VALID, with N warnings".
 """
 
 EPILOG = """\
@@ -68,6 +76,7 @@ examples:
   a2a verify schedules/*.xml --junit verify.xml       # CI: one JUnit testcase per file
   a2a verify allpairs.xml --topology complete:3       # a file from msccl-tools (no record)
   a2a verify t3.xml --link-bw 10Gbps                  # predicted on another fabric (warns)
+  a2a verify t3.xml --remove-links 2 --seed 1         # the recorded topology minus 2 cables (warns)
 """
 
 
@@ -126,6 +135,8 @@ def run(args) -> int:
     if args.junit:
         check_writable(args.junit)
     topology = topology_from_args(args, link_classes=False) if args.spec else None
+    cut = None if args.spec or not (args.remove_links or args.remove_nodes) else \
+        {"remove_links": args.remove_links or 0, "remove_nodes": args.remove_nodes or 0, "seed": args.seed or 0}
     overrides = _fabric_overrides(args)
     demand = None
     if args.demand:
@@ -138,7 +149,7 @@ def run(args) -> int:
         t0 = time.perf_counter()
         try:
             report, error = verify_file(path, topology, overrides, lp=not args.no_lp, deadlock_free=args.deadlock_free,
-                                        strict=args.strict, demand=demand, target=args.target), None
+                                        strict=args.strict, demand=demand, target=args.target, cut=cut), None
         except A2AError as exc:
             report, error = None, str(exc)
         outcomes.append(Outcome(path, report, error, time.perf_counter() - t0))
@@ -231,7 +242,10 @@ def _human(report) -> str:
             lines.append(f"  LP time            {report.lp_time:.6g} link-times, {rec.method}'s own LP (recorded); "
                          f"fidelity {report.fidelity:.4f}")
         if report.mcf_time:
-            lines.append(f"  link MCF optimum   {report.mcf_time:.6g} link-times (certified); MCF ratio "
+            lines.append(f"  link MCF optimum   {report.mcf_time:.6g} link-times "
+                         f"({'certified' if report.mcf_solved else 'recorded, not solved here'}); MCF ratio "
                          f"{report.mcf_ratio:.4f}")
-    lines.append("VALID" if report.valid else "INVALID")
+    n = len(report.warnings)   # a warning can mean a check did not run: VALID says so
+    lines.append("INVALID" if not report.valid else f"VALID, with {n} warning{'s' if n > 1 else ''} (see above)" if n
+                 else "VALID")
     return "\n".join(lines)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import FormatError
+from ..errors import FormatError, echo
 from .record import Record
 from .xmlutil import (MAX_BUFFER_CHUNKS, attr_int, attr_ints, attr_str, children, demand_attrs, demand_rows, element,
                       expect_root, rank_elements, reader, root_element, serialize, where)
@@ -101,8 +101,8 @@ def mpi_paths_from_element(root, source: str) -> MpiPathProgram:
             nodes = attr_ints(s, "route", source)
             vcs = attr_ints(s, "vcs", source) if s.get("vcs") is not None else None
             if vcs is not None and (len(vcs) != len(nodes) - 1 or min(vcs, default=0) < 0):
-                raise FormatError(f"{where(s, source)} vcs={s.get('vcs')!r} must give one virtual channel >= 0 "
-                                  f"per hop of route={s.get('route')!r} ({max(len(nodes) - 1, 0)} hops)")
+                raise FormatError(f"{where(s, source)} vcs={echo(s.get('vcs'))} must give one virtual channel >= 0 "
+                                  f"per hop of route={echo(s.get('route'))} ({max(len(nodes) - 1, 0)} hops)")
             if version < 2 and s.get("step") is not None:
                 raise FormatError(f"{where(s, source)} step needs version=\"2\" on <{ROOT}>")
             step = attr_int(s, "step", source, 0)

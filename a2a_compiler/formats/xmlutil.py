@@ -6,7 +6,7 @@ import re
 
 from lxml import etree
 
-from ..errors import FormatError
+from ..errors import FormatError, echo
 
 #: Largest XML file we agree to parse (bytes).
 MAX_XML_BYTES = 256 * 1024 * 1024
@@ -14,6 +14,12 @@ MAX_XML_BYTES = 256 * 1024 * 1024
 MAX_XML_DEPTH = 16
 #: Largest integer attribute we accept (guards against absurd sizes in hostile files).
 MAX_INT = 2**62
+#: The one lexical form of an integer attribute: ASCII decimal digits, no leading zero, an optional '-'.
+#: The MSCCL executor reads integers with ``strtol(value, NULL, 0)``, which takes ``010`` as octal 8,
+#: ``0x10`` as hex and stops at the first other character (``0_1``: 0), where Python's ``int`` gives 10,
+#: 16 and 1 and also takes non-ASCII digits; the ranges (``cnt`` >= 1, ...) are the formats' rules.
+INTEGER = re.compile(r"0|-?[1-9][0-9]*")
+INTEGER_FORM = "ASCII digits, no leading zero, an optional '-'"
 #: Largest buffer (in chunks) a oneCCL or MPI path file may declare: checkers allocate per chunk.
 MAX_BUFFER_CHUNKS = 1 << 22
 
@@ -72,28 +78,28 @@ def attr_str(el, name: str, source: str, default: str | None = None) -> str:
 
 
 def attr_int(el, name: str, source: str, default: int | None = None) -> int:
-    """Integer attribute ``name`` (decimal, within :data:`MAX_INT`); see :func:`attr_str`."""
+    """Integer attribute ``name`` (:data:`INTEGER`, within :data:`MAX_INT`); see :func:`attr_str`."""
     if default is not None and el.get(name) is None:
         return default
     v = attr_str(el, name, source)
-    try:
-        x = int(v.strip(), 10)
-    except ValueError:
-        raise FormatError(f"{where(el, source)} attribute {name}={v!r} is not an integer") from None
+    if not INTEGER.fullmatch(v):
+        raise FormatError(f"{where(el, source)} attribute {name}={echo(v)} is not an integer ({INTEGER_FORM})")
+    x = int(v)
     if abs(x) > MAX_INT:
-        raise FormatError(f"{where(el, source)} attribute {name}={v!r} is out of range")
+        raise FormatError(f"{where(el, source)} attribute {name}={echo(v)} is out of range")
     return x
 
 
 def attr_ints(el, name: str, source: str) -> tuple[int, ...]:
-    """A space-separated list of integers, e.g. ``route="0 4 1"``."""
+    """A list of :data:`INTEGER` separated by spaces, e.g. ``route="0 4 1"``."""
     v = attr_str(el, name, source)
-    try:
-        xs = tuple(int(t, 10) for t in v.split())
-    except ValueError:
-        raise FormatError(f"{where(el, source)} attribute {name}={v!r} is not a list of integers") from None
+    tokens = v.split(" ")
+    if not all(INTEGER.fullmatch(t) for t in tokens if t):
+        raise FormatError(f"{where(el, source)} attribute {name}={echo(v)} is not a list of integers "
+                          f"({INTEGER_FORM}) separated by spaces")
+    xs = tuple(int(t) for t in tokens if t)
     if any(abs(x) > MAX_INT for x in xs):
-        raise FormatError(f"{where(el, source)} attribute {name}={v!r} is out of range")
+        raise FormatError(f"{where(el, source)} attribute {name}={echo(v)} is out of range")
     return xs
 
 
@@ -107,7 +113,7 @@ def attr_floats(el, name: str, source: str) -> tuple[float, ...] | None:
     except ValueError:
         xs = (-1.0,)
     if any(not (0 <= x < float("inf")) for x in xs):
-        raise FormatError(f"{where(el, source)} attribute {name}={v[:60]!r} is not a list of finite numbers >= 0")
+        raise FormatError(f"{where(el, source)} attribute {name}={echo(v)} is not a list of finite numbers >= 0")
     return xs
 
 

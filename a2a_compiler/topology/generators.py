@@ -19,6 +19,19 @@ from .gf import field, prime_power
 from .model import MAX_LINKS, MAX_NODES, Topology
 
 
+def power(base: int, exp: int) -> int:
+    """``base ** exp``, or ``MAX_NODES + 1`` as soon as it exceeds :data:`MAX_NODES` (a size check of a spec
+    like ``hypercube:100000000000`` must not compute a 12 GB integer)."""
+    if base <= 1 or exp <= 0:
+        return base ** max(exp, 0)
+    result = 1
+    for _ in range(exp):
+        result *= base
+        if result > MAX_NODES:
+            return MAX_NODES + 1
+    return result
+
+
 def _require(cond: bool, param: str, rule: str, spec: str) -> None:
     if not cond:
         raise SpecError(f"{spec}: parameter {param} {rule}")
@@ -59,7 +72,7 @@ def _hypercube_pairs(d: int) -> np.ndarray:
 def hypercube(d: int) -> Topology:
     """Hypercube Q_d: 2^d hosts, i ~ j iff popcount(i xor j) = 1."""
     spec = f"hypercube:{d}"
-    _require(1 <= d and 2**d <= MAX_NODES, "d", f"must be in 1..16 (2^d <= {MAX_NODES} hosts)", spec)
+    _require(1 <= d and power(2, d) <= MAX_NODES, "d", f"must be in 1..16 (2^d <= {MAX_NODES} hosts)", spec)
     return Topology.from_links(spec, 2**d, _hypercube_pairs(d), coords=[tuple((i >> b) & 1 for b in range(d)) for i in range(2**d)])
 
 
@@ -69,7 +82,7 @@ def twisted_hypercube(d: int) -> Topology:
     d-regular with diameter d-1 for d >= 3.
     """
     spec = f"twisted-hypercube:{d}"
-    _require(3 <= d and 2**d <= MAX_NODES, "d", f"must be in 3..16 (2^d <= {MAX_NODES} hosts)", spec)
+    _require(3 <= d and power(2, d) <= MAX_NODES, "d", f"must be in 3..16 (2^d <= {MAX_NODES} hosts)", spec)
     pairs = {tuple(p) for p in _hypercube_pairs(d).tolist()}
     pairs -= {(0, 1), (2, 3)}
     pairs |= {(0, 3), (1, 2)}
@@ -168,6 +181,12 @@ def _hosts_on_routers(spec: str, n_routers: int, router_pairs, p: int, router_na
 
 
 # ---------------------------------------------------------------- Slim Fly
+def slimfly_hosts_per_router(q: int) -> int:
+    """Slim Fly's default concentration p = ceil(k'/2), k' = (3q - δ)/2, q = 4w + δ (:func:`slimfly`)."""
+    delta = q - 4 * ((q + 1) // 4)
+    return -(-(3 * q - delta) // 4)
+
+
 def slimfly(q: int, p: int | None = None) -> Topology:
     """Slim Fly / MMS(q) (Besta & Hoefler 2014 §II-B), over real GF(q) arithmetic.
 
@@ -183,7 +202,7 @@ def slimfly(q: int, p: int | None = None) -> Topology:
     _require(3 <= q <= 128 and prime_power(q) is not None and q % 4 != 2, "q",
              f"must be a prime power q = 4w + δ with δ in {{-1, 0, 1}}, 3 <= q <= 128, got {q}", f"slimfly:{q}")
     w, delta = (q + 1) // 4, q - 4 * ((q + 1) // 4)
-    full = -(-(3 * q - delta) // 4)  # ceil(k'/2), k' = (3q - δ)/2
+    full = slimfly_hosts_per_router(q)
     spec = f"slimfly:{q}" + ("" if p is None or p == full else f",p={p}")
     if p is None:
         p = full
@@ -351,7 +370,7 @@ def hyperx(s: int, dims: int, p: int = 1) -> Topology:
     _require(s >= 2, "S", "must be >= 2", spec)
     _require(dims >= 1, "L", "must be >= 1", spec)
     _require(p >= 0, "p", "must be >= 0", spec)
-    _require(s**dims * max(p, 1) <= MAX_NODES and s**dims * dims * (s - 1) <= MAX_LINKS, "S,L",
+    _require(power(s, dims) * max(p, 1) <= MAX_NODES and power(s, dims) * dims * (s - 1) <= MAX_LINKS, "S,L",
              f"must keep S^L*max(p,1) <= {MAX_NODES} nodes and S^L*L*(S-1) <= {MAX_LINKS} links", spec)
     n = s**dims
     pts = np.array(list(itertools.product(range(s), repeat=dims)), dtype=np.int64).reshape(n, dims)
@@ -458,7 +477,7 @@ def fattree(k: int, n: int, *, merge: int = 1, hosts: int | None = None) -> Topo
     spec = f"fattree:{k},{n}" + (f",merge={merge}" if merge != 1 else "") + (f",hosts={hosts}" if hosts is not None else "")
     _require(k >= 2, "k", "must be >= 2", spec)
     _require(n >= 1, "n", "must be >= 1", spec)
-    _require(k**n <= MAX_NODES, "k,n", f"must keep k^n <= {MAX_NODES} hosts", spec)
+    _require(power(k, n) <= MAX_NODES, "k,n", f"must keep k^n <= {MAX_NODES} hosts", spec)
     return var_ary_tree(k, (k,) * (n - 1), merge=merge, hosts=hosts, spec=spec)
 
 

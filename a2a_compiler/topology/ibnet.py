@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import FormatError
+from ..errors import FormatError, echo
 from ..files import read_text
 from .model import Topology
 
@@ -126,7 +126,7 @@ def parse_ibnet(text: str, source: str = "<ibnetdiscover>") -> Topology:
                 raise FormatError(f"{where}: port {port} of {current['desc']!r} listed twice")
             current["links"][port] = (rid, rport, int(local_guid, 16) if local_guid else None, lineno)
             continue
-        raise FormatError(f"{where}: not an ibnetdiscover line: {raw.strip()[:60]!r}")
+        raise FormatError(f"{where}: not an ibnetdiscover line: {echo(raw.strip())}")
     return _build(nodes, order, source)
 
 

@@ -90,13 +90,30 @@ def puncture(topology: Topology, remove_links: int = 0, remove_nodes: int = 0, s
     return result
 
 
+def _recorded(spec: str) -> tuple[str, dict]:
+    """A spec as :func:`puncture` writes it (``"torus:3x3x3 -links 3 seed=1"``): the spec punctured and
+    :func:`puncture`'s keyword arguments (none for a spec that is not punctured)."""
+    m = re.fullmatch(r"(.+?)(?: -nodes ([0-9]+))?(?: -links ([0-9]+))? seed=([0-9]+)", spec.strip())
+    if m and (m.group(2) or m.group(3)):
+        return m.group(1), {"remove_nodes": int(m.group(2) or 0), "remove_links": int(m.group(3) or 0),
+                            "seed": int(m.group(4))}
+    return spec, {}
+
+
+def recorded_hosts(spec: str) -> int | None:
+    """The hosts of :func:`from_recorded_spec`'s topology without building it
+    (:func:`~a2a_compiler.topology.spec.spec_hosts`; ``None`` when the parameters do not tell)."""
+    from .spec import spec_hosts
+
+    base, cut = _recorded(spec)
+    hosts = spec_hosts(base)
+    return None if hosts is None else hosts - cut.get("remove_nodes", 0)
+
+
 def from_recorded_spec(spec: str) -> Topology:
     """The topology a spec names, puncturing included: the inverse of :attr:`Topology.spec` as
-    :func:`puncture` writes it (``"torus:3x3x3 -links 3 seed=1"``), for the spec a schedule file records."""
+    :func:`puncture` writes it, for the spec a schedule file records."""
     from .spec import from_spec
 
-    m = re.fullmatch(r"(.+?)(?: -nodes (\d+))?(?: -links (\d+))? seed=(\d+)", spec.strip())
-    if m and (m.group(2) or m.group(3)):
-        return puncture(from_spec(m.group(1)), remove_links=int(m.group(3) or 0), remove_nodes=int(m.group(2) or 0),
-                        seed=int(m.group(4)))
-    return from_spec(spec)
+    base, cut = _recorded(spec)
+    return puncture(from_spec(base), **cut) if cut else from_spec(spec)

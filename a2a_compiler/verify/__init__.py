@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 
 from ..chunk.cost import ratio
 from ..deadlock import find_deadlock
-from ..errors import A2AError
+from ..errors import A2AError, echo
 from ..fabric import Fabric
 from ..files import read_bytes
 from ..formats import FORMATS, detect_format
@@ -56,6 +56,7 @@ class Report:
     fabric: Fabric = Fabric()             # fabric the times are predicted on: the record's, or the overrides'
     overrides: list[str] = field(default_factory=list)  # where the given topology / fabric differ from the record
     mcf_time: float | None = None         # link-MCF optimum of spec under fabric: solved (certified), else recorded
+    mcf_solved: bool = False              # mcf_time was solved here (else it is the record's number)
     summary: str = ""
     target: str | None = None             # the MSCCL executor whose limits applied
     parser_nodes: int | None = None       # MSCCL: the most parser nodes any rank needs
@@ -124,15 +125,19 @@ class Report:
 
 def verify_file(path: str | os.PathLike, topology: Topology | None = None, fabric: Fabric | dict | None = None,
                 lp: bool = True, deadlock_free: bool = False, strict: bool = False, demand=None,
-                target: str = msccl_rules.DEFAULT_TARGET) -> Report:
+                target: str = msccl_rules.DEFAULT_TARGET, cut: dict | None = None) -> Report:
     """Read ``path`` and :func:`verify_bytes` it."""
-    return verify_bytes(read_bytes(path), str(path), topology, fabric, lp, deadlock_free, strict, demand, target)
+    return verify_bytes(read_bytes(path), str(path), topology, fabric, lp, deadlock_free, strict, demand, target, cut)
 
 
 def verify_bytes(data: bytes, source: str = "<xml>", topology: Topology | None = None,
                  fabric: Fabric | dict | None = None, lp: bool = True, deadlock_free: bool = False,
-                 strict: bool = False, demand=None, target: str = msccl_rules.DEFAULT_TARGET) -> Report:
+                 strict: bool = False, demand=None, target: str = msccl_rules.DEFAULT_TARGET,
+                 cut: dict | None = None) -> Report:
     """Run every check that applies to the file's format; with ``strict``, warnings are errors.
+
+    ``cut``: :func:`~a2a_compiler.topology.puncture.puncture`'s ``remove_links``, ``remove_nodes``
+    and ``seed``, applied to the recorded topology (``--remove-links`` without ``--topology``).
 
     ``target`` names the MSCCL executor whose limits apply (:data:`~a2a_compiler.formats.msccl_rules.TARGETS`).
 
@@ -143,7 +148,7 @@ def verify_bytes(data: bytes, source: str = "<xml>", topology: Topology | None =
     :class:`~a2a_compiler.demand.Demand`): check data movement against it
     (:func:`_demand_layout`); default: the demand the file records.  See :func:`_verify`.
     """
-    report = _verify(data, source, topology, fabric, lp, deadlock_free, demand, msccl_rules.get_target(target))
+    report = _verify(data, source, topology, fabric, lp, deadlock_free, demand, msccl_rules.get_target(target), cut)
     if strict and report.warnings:
         report.errors["executor rules"] += [f"(--strict) {w}" for w in report.warnings]
         report.warnings = []
@@ -189,7 +194,8 @@ def _demand_layout(fmt: str, program, demand, report: "Report", trace=None):
 
 
 def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric | dict | None, lp: bool,
-            deadlock_free: bool, demand=None, target: msccl_rules.Target | None = None) -> Report:
+            deadlock_free: bool, demand=None, target: msccl_rules.Target | None = None,
+            cut: dict | None = None) -> Report:
     """Run every check that applies to the file's format.
 
     Unreadable input (malformed XML, an unknown root, hostile constructs, bad
@@ -218,16 +224,17 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
         program = FORMATS[fmt].from_element(root, source)
     if demand is None and program.record is not None:
         demand = program.record.demand_volumes(source)
-    context = _context(program.record, topology, fabric)
+    ranks = program.ngpus if fmt == "msccl" else program.nranks
+    context = _context(program.record, topology, fabric, ranks, cut)
     topology, fabric = context.topology, context.fabric
     caps = None if topology is None else topology_check.link_capacities(topology)
     made = dict(record=program.record, spec=None if topology is None else topology.spec, fabric=fabric,
-                overrides=context.overrides)
+                overrides=context.overrides, warnings=list(context.warnings))
     if fmt == "mscclpp":
         if demand is not None:
             raise A2AError("--demand: MSCCL++ plans are plain all-to-alls here; an all-to-allv compiles to MSCCL, "
                            "oneCCL-style or MPI path files")
-        report = Report(source, fmt, program.nranks, program.chunks_per_shard, **made)
+        report = Report(source, fmt, ranks, program.chunks_per_shard, **made)
         layout = None
         findings = mscclpp_rules.check_rules(program)
         report.errors["executor rules"] += findings.errors
@@ -242,7 +249,7 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
         if trace is None:
             return report
     elif fmt == "msccl":
-        report = Report(source, fmt, program.ngpus, program.nchunksperloop // max(program.ngpus, 1), **made)
+        report = Report(source, fmt, ranks, program.nchunksperloop // max(ranks, 1), **made)
         if demand is not None and demand.n != report.ranks:
             _demand_layout(fmt, program, demand, report)          # the one-line refusal
         rules = report.errors["executor rules"]
@@ -272,7 +279,7 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
         if trace is None:
             return report
     elif fmt == "oneccl":
-        report = Report(source, fmt, program.nranks, program.chunks_per_shard, **made)
+        report = Report(source, fmt, ranks, program.chunks_per_shard, **made)
         layout = _demand_layout(fmt, program, demand, report)
         report.skipped["executor rules"] = "MSCCL only"
         report.skipped["deadlock freedom"] = "matched asynchronous operations and a local wait-all per step"
@@ -285,7 +292,7 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
                           f"{program.nsteps} steps, {ops} operations, "
                           f"{sum(r.s_chunks for r in program.ranks)} scratch chunks")
     else:
-        report = Report(source, fmt, program.nranks, program.chunks_per_shard, **made)
+        report = Report(source, fmt, ranks, program.chunks_per_shard, **made)
         layout = _demand_layout(fmt, program, demand, report)
         report.skipped["executor rules"] = "MSCCL only"
         if deadlock_free:
@@ -303,11 +310,13 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
         report.errors["data movement"] += trace.errors
         report.summary = (f"{program.nranks} ranks, {program.nnodes} nodes, {program.chunks_per_shard} chunk(s) "
                           f"per shard, {len(program.sends)} routes")
-    if topology is None:
+    if context.misfit:
+        report.errors["topology"] += context.misfit
+    elif topology is None:
         report.skipped["topology"] = context.no_topology
     else:
         terr = report.errors["topology"]
-        terr += topology_check.check_ranks(report.ranks, topology)
+        terr += topology_check.check_ranks(report.ranks, topology.spec, topology.n_hosts)
         if fmt == "mpi":
             terr += topology_check.check_routes(program, topology)
         else:
@@ -332,7 +341,7 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
     if topology is not None and lp and not report.errors["topology"]:
         from ..solve import solve
 
-        report.mcf_time = solve(topology, fabric, "mcf-decomp", demand=demand).lp_time
+        report.mcf_time, report.mcf_solved = solve(topology, fabric, "mcf-decomp", demand=demand).lp_time, True
         recorded = program.record.mcf_time if program.record is not None and not context.overrides \
             and not report.reused else None
         if recorded and abs(recorded - report.mcf_time) > 1e-6 * report.mcf_time:
@@ -361,16 +370,23 @@ def _executor_trace(report: Report, sound: bool, size: int, run, program):
 @dataclass(frozen=True)
 class _Context:
     """What :func:`_verify` checks against: the topology (or why there is none), the fabric, and how
-    they differ from the file's record."""
+    they differ from the file's record; ``misfit``: the topology errors of a recorded spec whose host
+    count is not the file's rank count (found before building it); ``warnings``: why a recorded spec
+    could not be built (the topology check could not run: a warning, an error with ``strict``)."""
 
     topology: Topology | None
     fabric: Fabric
     overrides: list[str]
     no_topology: str = ""
+    misfit: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
-def _context(record: Record | None, topology: Topology | None, fabric: Fabric | dict | None) -> _Context:
-    """The topology and fabric a file is verified against: the given ones, else the recorded ones."""
+def _context(record: Record | None, topology: Topology | None, fabric: Fabric | dict | None,
+             ranks: int, cut: dict | None = None) -> _Context:
+    """The topology and fabric a file of ``ranks`` ranks is verified against: the given ones, else the
+    recorded ones, punctured by ``cut`` (see :func:`verify_bytes`); a recorded spec with another number of
+    hosts is not built (``complete:4000`` for 3 ranks would take half a minute and gigabytes)."""
     base = record.fabric if record is not None else Fabric()
     if isinstance(fabric, dict):
         fabric = replace(base, **{k: v for k, v in fabric.items() if v is not None}) if fabric else None
@@ -381,20 +397,32 @@ def _context(record: Record | None, topology: Topology | None, fabric: Fabric | 
     if record is not None and topology is not None and topology.spec != record.spec:
         overrides.append(f"--topology {topology.spec} differs from the spec the file was compiled for "
                          f"({record.spec}): its links are checked against --topology")
-    no_topology = "no --topology given"
+    no_topology, misfit, warnings = "no --topology given", [], []
     if topology is None and record is not None:
-        from ..topology.puncture import from_recorded_spec
+        from ..topology.puncture import from_recorded_spec, recorded_hosts
 
+        hosts = recorded_hosts(record.spec)
+        misfit = [] if hosts is None else topology_check.check_ranks(ranks, record.spec, hosts)
         try:
-            topology = from_recorded_spec(record.spec)
+            topology = None if misfit else from_recorded_spec(record.spec)
         except A2AError as exc:
-            no_topology = f"the recorded spec {record.spec!r} cannot be built here ({exc}); give --topology"
+            no_topology = "the recorded spec cannot be built here (see the warning)"
+            warnings.append(f"the topology check could not run: the recorded spec {echo(record.spec)} cannot be "
+                            f"built here ({exc}); give --topology")
+        if topology is not None and cut:
+            from ..topology.puncture import puncture
+
+            topology = puncture(topology, **cut)
+            overrides.append(f"--remove-links/--remove-nodes puncture the topology the file was compiled for "
+                             f"({record.spec}): its links are checked against {topology.spec}")
+    elif topology is None and cut:
+        raise A2AError("--remove-links/--remove-nodes: the file records no topology to puncture; give --topology")
     fabric = fabric or base
     if topology is not None:
         from ..fabric import apply_link_classes
 
         topology = apply_link_classes(topology, fabric)
-    return _Context(topology, fabric, overrides, no_topology)
+    return _Context(topology, fabric, overrides, no_topology, misfit, warnings)
 
 
 def _too_big(report: Report, size: int) -> bool:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..errors import echo_items
 from ..formats import MpiPathProgram, MscclProgram, OnecclProgram
 from ..formats.mscclpp import MscclppProgram
 
@@ -394,11 +395,11 @@ def check_paths(p: MpiPathProgram) -> Trace:
             trace.error(f"{w}: dst={s.dst} is not another rank (0..{n - 1})")
             continue
         if len(s.nodes) < 2 or s.nodes[0] != s.src or s.nodes[-1] != s.dst:
-            trace.error(f"{w}: route {' '.join(map(str, s.nodes))} must start at {s.src} and end at {s.dst}")
+            trace.error(f"{w}: route {echo_items(s.nodes, 'nodes')} must start at {s.src} and end at {s.dst}")
         if any(not 0 <= v < p.nnodes for v in s.nodes):
-            trace.error(f"{w}: route {' '.join(map(str, s.nodes))} names a node outside 0..{p.nnodes - 1}")
+            trace.error(f"{w}: route {echo_items(s.nodes, 'nodes')} names a node outside 0..{p.nnodes - 1}")
         if len(set(s.nodes)) != len(s.nodes):
-            trace.error(f"{w}: route {' '.join(map(str, s.nodes))} visits a node twice")
+            trace.error(f"{w}: route {echo_items(s.nodes, 'nodes')} visits a node twice")
         if s.route_id < 0 or s.layer < 0:
             trace.error(f"{w}: route_id and layer must be >= 0")
         ids[(s.src, s.dst)][s.route_id] += 1
@@ -423,7 +424,7 @@ def check_paths(p: MpiPathProgram) -> Trace:
             if twice:
                 trace.error(f"rank {a} -> {b}: chunk {twice[0]} is sent on more than one route (delivered twice)")
             if missing:
-                trace.error(f"rank {a} -> {b}: chunk(s) {' '.join(map(str, missing[:8]))} of the shard are never sent")
+                trace.error(f"rank {a} -> {b}: chunk(s) {echo_items(missing, 'chunks')} of the shard are never sent")
     return trace.finish()
 
 

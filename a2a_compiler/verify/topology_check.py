@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..errors import echo_items
 from ..topology.model import Topology
 
 
@@ -23,10 +24,11 @@ def schedule_topology(schedule) -> Topology:
                                undirected=False)
 
 
-def check_ranks(n_ranks: int, topology: Topology) -> list[str]:
-    """The program has as many ranks as the topology has hosts."""
-    if n_ranks != topology.n_hosts:
-        return [f"the program has {n_ranks} ranks but topology {topology.spec} has {topology.n_hosts} hosts"]
+def check_ranks(n_ranks: int, spec: str, n_hosts: int) -> list[str]:
+    """The program has as many ranks as the topology ``spec`` has hosts (``n_hosts``, known before it is built:
+    :func:`~a2a_compiler.topology.puncture.recorded_hosts`)."""
+    if n_ranks != n_hosts:
+        return [f"the program has {n_ranks} ranks but topology {spec} has {n_hosts} hosts"]
     return []
 
 
@@ -52,6 +54,6 @@ def check_routes(program, topology: Topology) -> list[str]:
         for u, v in zip(s.nodes, s.nodes[1:]):
             if (u, v) not in links:
                 errors.append(f"rank {s.src} send to {s.dst} route_id {s.route_id}: hop {u}->{v} of route "
-                              f"{' '.join(map(str, s.nodes))} is not a link of {topology.spec}")
+                              f"{echo_items(s.nodes, 'nodes')} is not a link of {topology.spec}")
                 break
     return errors
