@@ -184,3 +184,14 @@ def test_bench_timeout_must_be_positive_seconds(value):
     assert p.returncode == 2 and p.stdout == ""
     assert p.stderr.splitlines()[-1] == (f"a2a testbed bench: error: argument --timeout: expected a positive number "
                                          f"of seconds, got {value!r}")
+
+
+def test_only_the_timer_blames_the_timeout():
+    """A job mpiexec ended with SIGKILL before --timeout passed had a rank killed; only the timer means a timeout."""
+    from runtimes.testbed.bench import _job_error
+    from runtimes.testbed.launch import Finished
+
+    assert _job_error(Finished(-9, 5.0, 0.0, 0.0), "=   PID 7 RUNNING AT a2tb-x-h1\n=   EXIT CODE: 9\n") == (
+        "the MPI job failed (a rank died or was killed; exit -9): EXIT CODE: 9")
+    assert _job_error(Finished(-9, 8.2, 0.0, 0.0, timed_out=True), "") == (
+        "the MPI job did not finish within 8 s and was killed")

@@ -323,7 +323,7 @@ def _program_file(item: Item, tmp: str) -> str | None:
 
 def _job_error(finished, stderr: str) -> str:
     """One line for a failed job: the rank program's own error, else why mpiexec ended it."""
-    if finished.returncode == -9:
+    if finished.timed_out:
         return f"the MPI job did not finish within {finished.wall_s:.0f} s and was killed"
     lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
     for ln in lines:

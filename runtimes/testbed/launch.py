@@ -87,6 +87,7 @@ class Finished:
     wall_s: float
     cpu_user_s: float     # every process of the job (ranks, proxies, mpiexec)
     cpu_system_s: float
+    timed_out: bool = False  # killed because ``timeout`` passed (not because a process died)
 
 
 def run(layout: Layout, state_dir: Path, argv: list[str], timeout: float, env: dict | None = None,
@@ -108,7 +109,7 @@ def run(layout: Layout, state_dir: Path, argv: list[str], timeout: float, env: d
         except subprocess.TimeoutExpired:
             _kill_group(proc)
             proc.wait()
-            return Finished(-signal.SIGKILL, time.monotonic() - t0, *_cpu(before))
+            return Finished(-signal.SIGKILL, time.monotonic() - t0, *_cpu(before), timed_out=True)
     except BaseException:
         _kill_group(proc)
         proc.wait()
