@@ -195,3 +195,36 @@ def test_only_the_timer_blames_the_timeout():
         "the MPI job failed (a rank died or was killed; exit -9): EXIT CODE: 9")
     assert _job_error(Finished(-9, 8.2, 0.0, 0.0, timed_out=True), "") == (
         "the MPI job did not finish within 8 s and was killed")
+
+
+@pytest.mark.parametrize("plot, why", [
+    ("/nonexistent/dir/x.png", "directory /nonexistent/dir does not exist"),
+    (".", "it is a directory; give a regular file, a new path, a FIFO, a character device or - (standard output)"),
+    ("/proc/version", "No such file or directory")])
+def test_bench_checks_the_plot_path_before_building(plot, why):
+    """Refused at once, before the topology, the schedules or the testbed (no root needed to see it)."""
+    p = _a2a("testbed", "bench", "hypercube:3", "--native", "--plot", plot)
+    assert (p.returncode, p.stdout) == (2, "")
+    assert p.stderr.splitlines() == [f"a2a testbed: error: cannot write {plot}: {why}"]
+
+
+def test_bench_warmup_must_be_non_negative():
+    p = _a2a("testbed", "bench", "hypercube:3", "--native", "--warmup", "-1")
+    assert (p.returncode, p.stdout) == (2, "")
+    assert p.stderr.splitlines()[-1] == "a2a testbed bench: error: argument --warmup: must be a non-negative integer, got '-1'"
+
+
+@pytest.mark.parametrize("args", [("up", "hypercube:3"), ("bench", "hypercube:3", "--native"), ("down",),
+                                  ("exec", "--", "true")])
+@pytest.mark.parametrize("name", ["", "Bad"])
+def test_bad_names_refused_before_any_work(args, name):
+    p = _a2a("testbed", args[0], "--name", name, *args[1:])
+    assert (p.returncode, p.stdout) == (2, "")
+    assert p.stderr.splitlines() == [f"a2a testbed: error: testbed name {name!r}: use 1-16 lower-case letters and digits"]
+
+
+def test_jobs_refuses_each_inapplicable_flag_in_grammar():
+    p = _a2a("testbed", "bench", "hypercube:2", "--jobs", "j.json", "--native", "--schedule", "a.xml")
+    assert p.stderr.splitlines() == ["a2a testbed: error: --native does not apply with --jobs"]
+    p = _a2a("testbed", "bench", "hypercube:2", "--jobs", "j.json", "--native", "--fft", "8", "--schedule", "a.xml")
+    assert p.stderr.splitlines() == ["a2a testbed: error: --native, --fft do not apply with --jobs"]

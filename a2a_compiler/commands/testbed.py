@@ -11,8 +11,8 @@ import sys
 from ..cli import command_parser
 from ..errors import A2AError
 from ..fabric import Fabric
-from .common import add_fabric_args, add_topology_args, fabric_from_args, positive_int, print_json, progress, \
-    topology_from_args
+from .common import add_fabric_args, add_topology_args, fabric_from_args, nonnegative_int, positive_int, print_json, \
+    progress, topology_from_args
 
 DEFAULT_LINK_BW = "20Mbps"
 DEFAULT_NAME = "default"
@@ -128,7 +128,7 @@ def register(sub) -> None:
     b.add_argument("--sizes", type=_sizes, default=[1 << 20], metavar="LIST",
                    help="per-peer shard sizes, comma-separated (K/M or KiB/MiB = 1024-powers; default 1M)")
     b.add_argument("--iters", type=positive_int, default=5, metavar="N", help="timed iterations (default 5)")
-    b.add_argument("--warmup", type=int, default=1, metavar="W", help="untimed iterations first (default 1)")
+    b.add_argument("--warmup", type=nonnegative_int, default=1, metavar="W", help="untimed iterations first (default 1)")
     b.add_argument("--fft", type=positive_int, metavar="N",
                    help="run a slab-decomposed 3-D FFT of an N^3 complex grid per iteration instead of bare "
                         "all-to-alls (N a multiple of the host count; --sizes is ignored); reports each phase")
@@ -143,6 +143,13 @@ def _say(args):
     return None if args.quiet else (lambda msg: progress(f"a2a testbed: {msg}"))
 
 
+def _name(args, default: str | None) -> str | None:
+    """``--name``, checked before any work (an empty name too), else ``default``."""
+    from runtimes.testbed.layout import check_name
+
+    return default if args.name is None else check_name(args.name)
+
+
 def _fabric(args):
     if args.link_bw is None:
         args.link_bw = DEFAULT_LINK_BW
@@ -152,7 +159,7 @@ def _fabric(args):
 def run_up(args) -> int:
     from runtimes.testbed.instance import Testbed
 
-    name = args.name or DEFAULT_NAME
+    name = _name(args, DEFAULT_NAME)
     tb = Testbed.up(topology_from_args(args), _fabric(args), name, owner=False, force=args.force,
                     progress=_say(args))
     print(f"testbed {name}: {tb.layout.topology.spec}, {tb.layout.fabric.describe()}, routes {tb.routes.algo}; "
@@ -163,12 +170,12 @@ def run_up(args) -> int:
 def run_down(args) -> int:
     from runtimes.testbed.cleanup import remove, remove_all, require_root
 
+    name = _name(args, DEFAULT_NAME)
     require_root()
     if args.all:
         removed = remove_all()
         print(f"removed {len(removed)} testbed(s)" + (f": {', '.join(removed)}" if removed else ""))
         return 0
-    name = args.name or DEFAULT_NAME
     if not remove(name):
         raise A2AError(f"no testbed named {name!r}; 'a2a testbed list' shows the running ones")
     print(f"removed testbed {name}")
@@ -207,7 +214,7 @@ def run_exec(args) -> int:
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
     if not cmd:
         raise A2AError("give the command after --, e.g. a2a testbed exec -- python -m runtimes.mpi FILE")
-    name = args.name
+    name = _name(args, None)
     if name is None:
         running = list(instances())
         if len(running) != 1:
@@ -222,14 +229,18 @@ def run_bench(args) -> int:
 
     from runtimes.testbed.bench import bench
 
-    if args.jobs:
-        return _run_jobs_bench(args)
+    from ..files import check_writable
     from .common import demand_from_args
 
+    if args.jobs:
+        return _run_jobs_bench(args)
+    if args.plot:
+        check_writable(args.plot)  # before the testbed is built: a bench runs for minutes
+    name = _name(args, None)
     topology = topology_from_args(args)
     result = bench(topology, _fabric(args), [Path(s) for s in args.schedule],
                    native=args.native, default_routes=args.default_routes, sizes=args.sizes, iters=args.iters,
-                   warmup=args.warmup, name=args.name, force=args.force, fft=args.fft, timeout=args.timeout,
+                   warmup=args.warmup, name=name, force=args.force, fft=args.fft, timeout=args.timeout,
                    progress=_say(args), demand=demand_from_args(args, topology.n_hosts))
     if args.plot:
         from runtimes.testbed.plot import plot_bench
@@ -256,12 +267,13 @@ def _run_jobs_bench(args) -> int:
     other = [flag for flag, given in (("--native", args.native), ("--default-routes", args.default_routes),
                                       ("--fft", args.fft), ("--plot", args.plot)) if given]
     if other:
-        raise A2AError(f"{', '.join(other)} do not apply with --jobs")
+        raise A2AError(f"{', '.join(other)} {'does' if len(other) == 1 else 'do'} not apply with --jobs")
+    name = _name(args, None)
     topology = topology_from_args(args)
     jobs = load_jobs(args.jobs, topology.n_hosts)
     sets = [[Path(f) for f in s.split(",") if f] for s in args.schedule]
     result = bench_jobs(topology, _fabric(args), jobs, sets, sizes=args.sizes, iters=args.iters,
-                        warmup=args.warmup, name=args.name, force=args.force, timeout=args.timeout,
+                        warmup=args.warmup, name=name, force=args.force, timeout=args.timeout,
                         progress=_say(args))
     if args.json:
         print_json(result.to_json())

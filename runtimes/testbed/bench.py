@@ -262,7 +262,7 @@ def run_on_testbed(topology: Topology, fabric: Fabric, routes, job_items, n_item
     """
     say = say or (lambda msg: None)
     n = topology.n_hosts
-    name = name or f"b{os.getpid()}"
+    name = f"b{os.getpid()}" if name is None else name
     with signals_raise(), Testbed.up(topology, fabric, name, routes=routes, force=force, progress=say) as tb:
         with tempfile.TemporaryDirectory(dir=tb.state_dir) as tmp:
             jobs = job_items(tb, tmp)
