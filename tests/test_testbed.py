@@ -194,6 +194,9 @@ def test_up_exec_list_down(ring_schedules):
         assert run.returncode == 0, run.stderr
         out = json.loads(run.stdout)
         assert out["ranks"] == 4 and out["results"][0]["verified"] and out["results"][0]["native_verified"]
+        slow = a2a("testbed", "exec", "--name", name, "--timeout", "2", "--", "sleep", "30")
+        assert (slow.returncode, slow.stdout, slow.stderr) == (
+            124, "", "a2a testbed: error: the MPI job did not finish within 2 s and was killed\n")
     finally:
         down = a2a("testbed", "down", "--name", name)
     assert (down.returncode, down.stdout) == (0, f"removed testbed {name}\n")

@@ -228,3 +228,28 @@ def test_jobs_refuses_each_inapplicable_flag_in_grammar():
     assert p.stderr.splitlines() == ["a2a testbed: error: --native does not apply with --jobs"]
     p = _a2a("testbed", "bench", "hypercube:2", "--jobs", "j.json", "--native", "--fft", "8", "--schedule", "a.xml")
     assert p.stderr.splitlines() == ["a2a testbed: error: --native, --fft do not apply with --jobs"]
+
+
+@pytest.mark.parametrize("cmd", ["/nonexistent/cmd", "no-such-command-a2a", "."])
+def test_exec_refuses_a_command_that_cannot_run(cmd):
+    """Checked before the testbed is looked up: no proxy ever prints its execvp error."""
+    p = _a2a("testbed", "exec", "--name", "nosuch", "--", cmd, "-x")
+    assert (p.returncode, p.stdout) == (2, "")
+    assert p.stderr.splitlines() == [
+        f"a2a testbed: error: {cmd}: no such command (neither an executable file nor a program on PATH)"]
+
+
+def test_every_testbed_action_documents_its_exit_status():
+    import argparse
+
+    from a2a_compiler.cli import build_parser
+
+    testbed = build_parser("testbed")._subparsers._group_actions[0].choices["testbed"]
+    actions = next(a for a in testbed._actions if isinstance(a, argparse._SubParsersAction)).choices
+    assert sorted(actions) == ["bench", "down", "exec", "list", "up"]
+    for name, p in actions.items():
+        assert "exit status:\n  0    success\n" in p.epilog, name
+    assert "\n  124  the command did not finish within --timeout and was killed (the testbed stays up)\n" in \
+        actions["exec"].epilog
+    assert "\n  1    a schedule failed its byte-exact or route check\n" in actions["bench"].epilog
+    assert "\n  1    " not in actions["up"].epilog and "\n  124  " not in actions["bench"].epilog

@@ -74,9 +74,14 @@ def _fabric_args(p) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
 
 
-#: Exit codes of ``a2a testbed`` beyond every command's (a2a_compiler.cli.EXIT_STATUS).
-EXIT_CODES = {1: "bench: a schedule failed its byte-exact or route check; exec: the command's own status",
-              130: "interrupted (Ctrl-C / SIGINT, or SIGTERM): the testbed is torn down first"}
+#: Exit codes of each ``a2a testbed`` action beyond every command's (a2a_compiler.cli.EXIT_STATUS).
+INTERRUPTED = {130: "interrupted (Ctrl-C / SIGINT, or SIGTERM): 'up' and 'bench' tear their testbed down first, "
+                    "'exec' kills its job"}
+BENCH_CODES = {1: "a schedule failed its byte-exact or route check", **INTERRUPTED}
+EXEC_CODES = {1: "(or any status not listed here) the command's own, as mpiexec reports it: the ranks' exit status, "
+                 "N for a rank killed by signal N (128+N for mpiexec itself)",
+              124: "the command did not finish within --timeout and was killed (the testbed stays up)", **INTERRUPTED}
+EXIT_CODES = {1: f"bench: {BENCH_CODES[1]}; exec: {EXEC_CODES[1]}", 124: f"exec: {EXEC_CODES[124]}", **INTERRUPTED}
 
 
 def register(sub) -> None:
@@ -84,22 +89,26 @@ def register(sub) -> None:
                        EPILOG, EXIT_CODES)
     tsub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
 
-    up = command_parser(tsub, "up", "build a testbed and leave it running", DESCRIPTION, EPILOG, EXIT_CODES)
+    up = command_parser(tsub, "up", "build a testbed and leave it running", DESCRIPTION, EPILOG, INTERRUPTED)
     _fabric_args(up)
     up.set_defaults(func=run_up)
 
-    down = tsub.add_parser("down", help="remove a testbed (or every one with --all)")
+    down = command_parser(tsub, "down", "remove a testbed (or every one with --all)",
+                          "Remove a testbed: its namespaces, and every process still inside them.")
     g = down.add_mutually_exclusive_group()
     g.add_argument("--name", metavar="NAME", help=f"instance to remove (default {DEFAULT_NAME!r})")
     g.add_argument("--all", action="store_true", help="remove every a2tb-* instance on this machine")
     down.set_defaults(func=run_down)
 
-    ls = tsub.add_parser("list", help="the testbeds on this machine")
+    ls = command_parser(tsub, "list", "the testbeds on this machine",
+                        "List the testbeds on this machine (stale: the bench that built it died).")
     ls.add_argument("--json", action="store_true", help="one JSON object instead of the table")
     ls.set_defaults(func=run_list)
 
-    ex = tsub.add_parser("exec", help="run a command as one MPI rank per host of a running testbed",
-                         epilog="example: a2a testbed exec --name demo -- python -m runtimes.mpi FILE -b 64K -e 1M")
+    ex = command_parser(tsub, "exec", "run a command as one MPI rank per host of a running testbed",
+                        "Run a command as one MPI rank per host of a running testbed (hydra's mpiexec).",
+                        "example: a2a testbed exec --name demo -- python -m runtimes.mpi FILE -b 64K -e 1M\n",
+                        EXEC_CODES)
     ex.add_argument("--name", metavar="NAME", help="the testbed (default: the only one running)")
     ex.add_argument("--timeout", type=_seconds, default=600.0, metavar="S",
                     help="kill the job after S seconds (default 600)")
@@ -107,7 +116,7 @@ def register(sub) -> None:
     ex.set_defaults(func=run_exec)
 
     b = command_parser(tsub, "bench", "up, run schedules and baselines, down: measured vs predicted vs bound",
-                       DESCRIPTION, EPILOG, EXIT_CODES)
+                       DESCRIPTION, EPILOG, BENCH_CODES)
     _fabric_args(b)
     b.add_argument("--schedule", action="append", default=[], metavar="FILE",
                    help="a schedule to measure (MSCCL, oneCCL-style or MPI path XML); repeat for several.  With "
@@ -208,12 +217,16 @@ def run_list(args) -> int:
 
 
 def run_exec(args) -> int:
+    import shutil
+
     from runtimes.testbed.cleanup import instances
     from runtimes.testbed.instance import Testbed
 
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
     if not cmd:
         raise A2AError("give the command after --, e.g. a2a testbed exec -- python -m runtimes.mpi FILE")
+    if shutil.which(cmd[0]) is None:  # else every rank's proxy prints its own execvp error
+        raise A2AError(f"{cmd[0]}: no such command (neither an executable file nor a program on PATH)")
     name = _name(args, None)
     if name is None:
         running = list(instances())
@@ -221,7 +234,11 @@ def run_exec(args) -> int:
             raise A2AError("several testbeds are running; choose one with --name" if running
                            else "no testbed is running; start one with 'a2a testbed up SPEC'")
         name = running[0]
-    return Testbed.attach(name).run(cmd, args.timeout).returncode
+    finished = Testbed.attach(name).run(cmd, args.timeout)
+    if finished.timed_out:
+        print(f"a2a testbed: error: {finished.timeout_message()}", file=sys.stderr)
+        return 124
+    return finished.returncode if finished.returncode >= 0 else 128 - finished.returncode  # mpiexec killed: 128+N
 
 
 def run_bench(args) -> int:

@@ -324,7 +324,7 @@ def _program_file(item: Item, tmp: str) -> str | None:
 def _job_error(finished, stderr: str) -> str:
     """One line for a failed job: the rank program's own error, else why mpiexec ended it."""
     if finished.timed_out:
-        return f"the MPI job did not finish within {finished.wall_s:.0f} s and was killed"
+        return finished.timeout_message()
     lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
     for ln in lines:
         if "a2a testbed bench: error:" in ln:

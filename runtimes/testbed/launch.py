@@ -89,6 +89,10 @@ class Finished:
     cpu_system_s: float
     timed_out: bool = False  # killed because ``timeout`` passed (not because a process died)
 
+    def timeout_message(self) -> str:
+        """The one line for a job the timer killed."""
+        return f"the MPI job did not finish within {self.wall_s:.0f} s and was killed"
+
 
 def run(layout: Layout, state_dir: Path, argv: list[str], timeout: float, env: dict | None = None,
         stdout=None, stderr=None) -> Finished:
