@@ -206,6 +206,16 @@ def test_up_exec_list_down(ring_schedules):
         2, f"a2a testbed: error: no testbed named {name!r}; 'a2a testbed list' shows the running ones\n")
 
 
+def test_up_that_cannot_report_leaves_nothing_up():
+    """'up' whose summary cannot be written (stdout a full device) fails and tears its testbed down."""
+    name = _name("fu")
+    with open("/dev/full", "w") as full:
+        p = subprocess.run([sys.executable, "-m", "a2a_compiler", "testbed", "up", "ring:4", "--name", name, "-q"],
+                           cwd=REPO, stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert _leftovers(name) == []
+    assert p.returncode != 0 and "No space left on device" in p.stderr.splitlines()[-1], p.stderr
+
+
 def test_wrong_rank_count_fails_in_one_line():
     name = _name("rk")
     p = a2a("testbed", "bench", "ring:4", "--name", name, "--schedule",

@@ -171,8 +171,13 @@ def run_up(args) -> int:
     name = _name(args, DEFAULT_NAME)
     tb = Testbed.up(topology_from_args(args), _fabric(args), name, owner=False, force=args.force,
                     progress=_say(args))
-    print(f"testbed {name}: {tb.layout.topology.spec}, {tb.layout.fabric.describe()}, routes {tb.routes.algo}; "
-          f"'a2a testbed exec --name {name} -- CMD' runs CMD on its {tb.layout.topology.n_hosts} hosts")
+    try:
+        print(f"testbed {name}: {tb.layout.topology.spec}, {tb.layout.fabric.describe()}, routes {tb.routes.algo}; "
+              f"'a2a testbed exec --name {name} -- CMD' runs CMD on its {tb.layout.topology.n_hosts} hosts")
+        sys.stdout.flush()
+    except BaseException:  # 'up' that fails (stdout full or closed, Ctrl-C) leaves nothing up
+        tb.down()
+        raise
     return 0
 
 
