@@ -228,3 +228,21 @@ def test_demo_files_are_what_compile_writes(tmp_path, capsys):
         assert (tmp_path / "demo" / f"{emit}.xml").read_bytes() == (tmp_path / f"{emit}.xml").read_bytes()
     out = capsys.readouterr().out
     assert "== 2. verify against the topology and fabric the files record" in out and out.count("\nVALID\n") == 2
+
+
+def test_demo_refuses_a_bad_spec_before_any_output(tmp_path, capsys):
+    assert main(["demo", "--spec", "bogus:1", "--dir", str(tmp_path / "demo"), "--no-run"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and not (tmp_path / "demo").exists()
+    (line,) = err.splitlines()
+    assert line.startswith("a2a demo: error: unknown topology family 'bogus' in 'bogus:1'; known families: complete:N, ring:N, ")
+
+
+def test_demo_numbers_every_step(tmp_path, capsys, monkeypatch):
+    """The two runs are steps 3a and 3b (mpiexec stubbed: the ranks' output is not the point here)."""
+    from a2a_compiler.commands import demo
+
+    monkeypatch.setattr(demo.subprocess, "call", lambda cmd, env: 0)
+    assert main(["demo", "--spec", "ring:4", "--dir", str(tmp_path / "demo")]) == 0
+    steps = [ln.split(" ", 2)[1] for ln in capsys.readouterr().out.splitlines() if ln.startswith("== ")]
+    assert steps == ["1a.", "1b.", "2.", "3a.", "3b."]
