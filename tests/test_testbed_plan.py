@@ -253,3 +253,20 @@ def test_every_testbed_action_documents_its_exit_status():
         actions["exec"].epilog
     assert "\n  1    a schedule failed its byte-exact or route check\n" in actions["bench"].epilog
     assert "\n  1    " not in actions["up"].epilog and "\n  124  " not in actions["bench"].epilog
+
+
+def test_help_examples_pass_the_rate_check():
+    """Every bench example of 'a2a testbed --help' fits what one machine forwards (the torus's once asked 945 MB/s)."""
+    import shlex
+
+    from a2a_compiler.cli import build_parser
+    from a2a_compiler.commands.common import topology_from_args
+    from a2a_compiler.commands.testbed import EPILOG, _fabric
+    from runtimes.testbed.instance import MAX_AGGREGATE_BPS
+
+    lines = EPILOG.replace("\\\n", " ").splitlines()
+    examples = [shlex.split(ln) for ln in lines if ln.strip().startswith("a2a testbed bench ")]
+    assert [argv[3] for argv in examples] == ["bipartite:4", "hypercube:3", "torus:3x3x3"]
+    for argv in examples:
+        args = build_parser("testbed").parse_args(argv[1:])
+        assert Layout("x", topology_from_args(args), _fabric(args)).aggregate_rate() <= MAX_AGGREGATE_BPS, argv

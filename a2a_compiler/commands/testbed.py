@@ -31,14 +31,16 @@ every relay goes through a host. MPI is MPICH (ofi/tcp) launched by hydra into t
 
 EPILOG = f"""\
 bandwidths are scaled for one machine: the paper's 25 Gbit/s links become --link-bw (default
-{DEFAULT_LINK_BW}); keep --host-bw/--link-bw as in the paper (e.g. 80Mbps for the 3x3x3 torus's 100 Gbit/s
-hosts). Everything the testbed creates is named a2tb-NAME-*; nothing else is touched. 'bench' tears its
-testbed down on success, error, Ctrl-C and a killed rank; 'up' leaves it running until 'down'.
+{DEFAULT_LINK_BW}; 10Mbps for the 27-host torus, which one machine cannot forward at 20Mbps); keep
+--host-bw/--link-bw as in the paper (e.g. --host-bw 40Mbps with 10Mbps links for the torus's
+100 Gbit/s hosts). Everything the testbed creates is named a2tb-NAME-*; nothing else is touched.
+'bench' tears its testbed down on success, error, Ctrl-C and a killed rank; 'up' leaves it running
+until 'down'.
 
 examples:
   a2a testbed bench bipartite:4 --forwarding nic --schedule schedules/bipartite-4-mcf-extp.mpi.xml --native
   a2a testbed bench hypercube:3 --schedule schedules/hypercube-3-tsmcf.oneccl.xml --default-routes --sizes 1M
-  a2a testbed bench torus:3x3x3 --link-bw 20Mbps --host-bw 80Mbps --forwarding nic \\
+  a2a testbed bench torus:3x3x3 --link-bw 10Mbps --host-bw 40Mbps --forwarding nic \\
       --schedule schedules/torus-3x3x3-mcf-extp.mpi.xml --native --sizes 256K --json
   a2a testbed up ring:4 --name demo && a2a testbed exec --name demo -- python -m runtimes.mpi FILE
   a2a testbed list;  a2a testbed down --name demo;  a2a testbed down --all
