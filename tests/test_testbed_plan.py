@@ -211,7 +211,8 @@ def test_bench_checks_the_plot_path_before_building(plot, why):
 def test_bench_warmup_must_be_non_negative():
     p = _a2a("testbed", "bench", "hypercube:3", "--native", "--warmup", "-1")
     assert (p.returncode, p.stdout) == (2, "")
-    assert p.stderr.splitlines()[-1] == "a2a testbed bench: error: argument --warmup: must be a non-negative integer, got '-1'"
+    assert p.stderr.splitlines()[-1] == ("a2a testbed bench: error: argument --warmup: must be a non-negative "
+                                         "integer, got '-1'")
 
 
 @pytest.mark.parametrize("args", [("up", "hypercube:3"), ("bench", "hypercube:3", "--native"), ("down",),
@@ -220,7 +221,8 @@ def test_bench_warmup_must_be_non_negative():
 def test_bad_names_refused_before_any_work(args, name):
     p = _a2a("testbed", args[0], "--name", name, *args[1:])
     assert (p.returncode, p.stdout) == (2, "")
-    assert p.stderr.splitlines() == [f"a2a testbed: error: testbed name {name!r}: use 1-16 lower-case letters and digits"]
+    assert p.stderr.splitlines() == [
+        f"a2a testbed: error: testbed name {name!r}: use 1-16 lower-case letters and digits"]
 
 
 def test_jobs_refuses_each_inapplicable_flag_in_grammar():

@@ -235,7 +235,8 @@ def test_demo_refuses_a_bad_spec_before_any_output(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert out == "" and not (tmp_path / "demo").exists()
     (line,) = err.splitlines()
-    assert line.startswith("a2a demo: error: unknown topology family 'bogus' in 'bogus:1'; known families: complete:N, ring:N, ")
+    assert line.startswith("a2a demo: error: unknown topology family 'bogus' in 'bogus:1'; known families: "
+                           "complete:N, ring:N, ")
 
 
 def test_demo_numbers_every_step(tmp_path, capsys, monkeypatch):

@@ -139,7 +139,8 @@ def register(sub) -> None:
     b.add_argument("--sizes", type=_sizes, default=[1 << 20], metavar="LIST",
                    help="per-peer shard sizes, comma-separated (K/M or KiB/MiB = 1024-powers; default 1M)")
     b.add_argument("--iters", type=positive_int, default=5, metavar="N", help="timed iterations (default 5)")
-    b.add_argument("--warmup", type=nonnegative_int, default=1, metavar="W", help="untimed iterations first (default 1)")
+    b.add_argument("--warmup", type=nonnegative_int, default=1, metavar="W",
+                   help="untimed iterations first (default 1)")
     b.add_argument("--fft", type=positive_int, metavar="N",
                    help="run a slab-decomposed 3-D FFT of an N^3 complex grid per iteration instead of bare "
                         "all-to-alls (N a multiple of the host count; --sizes is ignored); reports each phase")
