@@ -137,7 +137,7 @@ def test_bench_on_a_four_node_fabric(ring_schedules):
     for r in by.values():
         assert r["size_bytes"] == 65536 and r["verified"] and r["error"] is None and r["routes_followed"], r
         assert r["time_median_s"] > 0 and r["algbw_GBps"] == pytest.approx(3 * 65536 / r["time_median_s"] / 1e9)
-        assert r["mgmt_bytes"] is not None
+        assert r["mgmt_bytes"] == 0  # nothing but hydra uses the bridge, and not while timed
     # 2 chunks of 32 KiB per shard; each of the 8 directed links carries 4 chunks per call: 2 timed calls
     mcf = by["r4.mpi"]
     assert mcf["route_mode"] == "direct"
@@ -194,6 +194,9 @@ def test_up_exec_list_down(ring_schedules):
         assert run.returncode == 0, run.stderr
         out = json.loads(run.stdout)
         assert out["ranks"] == 4 and out["results"][0]["verified"] and out["results"][0]["native_verified"]
+        slow = a2a("testbed", "exec", "--name", name, "--timeout", "2", "--", "sleep", "30")
+        assert (slow.returncode, slow.stdout, slow.stderr) == (
+            124, "", "a2a testbed: error: the MPI job did not finish within 2 s and was killed\n")
     finally:
         down = a2a("testbed", "down", "--name", name)
     assert (down.returncode, down.stdout) == (0, f"removed testbed {name}\n")
@@ -201,6 +204,16 @@ def test_up_exec_list_down(ring_schedules):
     again = a2a("testbed", "down", "--name", name)
     assert (again.returncode, again.stderr) == (
         2, f"a2a testbed: error: no testbed named {name!r}; 'a2a testbed list' shows the running ones\n")
+
+
+def test_up_that_cannot_report_leaves_nothing_up():
+    """'up' whose summary cannot be written (stdout a full device) fails and tears its testbed down."""
+    name = _name("fu")
+    with open("/dev/full", "w") as full:
+        p = subprocess.run([sys.executable, "-m", "a2a_compiler", "testbed", "up", "ring:4", "--name", name, "-q"],
+                           cwd=REPO, stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert _leftovers(name) == []
+    assert p.returncode != 0 and "No space left on device" in p.stderr.splitlines()[-1], p.stderr
 
 
 def test_wrong_rank_count_fails_in_one_line():

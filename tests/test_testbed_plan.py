@@ -184,3 +184,91 @@ def test_bench_timeout_must_be_positive_seconds(value):
     assert p.returncode == 2 and p.stdout == ""
     assert p.stderr.splitlines()[-1] == (f"a2a testbed bench: error: argument --timeout: expected a positive number "
                                          f"of seconds, got {value!r}")
+
+
+def test_only_the_timer_blames_the_timeout():
+    """A job mpiexec ended with SIGKILL before --timeout passed had a rank killed; only the timer means a timeout."""
+    from runtimes.testbed.bench import _job_error
+    from runtimes.testbed.launch import Finished
+
+    assert _job_error(Finished(-9, 5.0, 0.0, 0.0), "=   PID 7 RUNNING AT a2tb-x-h1\n=   EXIT CODE: 9\n") == (
+        "the MPI job failed (a rank died or was killed; exit -9): EXIT CODE: 9")
+    assert _job_error(Finished(-9, 8.2, 0.0, 0.0, timed_out=True), "") == (
+        "the MPI job did not finish within 8 s and was killed")
+
+
+@pytest.mark.parametrize("plot, why", [
+    ("/nonexistent/dir/x.png", "directory /nonexistent/dir does not exist"),
+    (".", "it is a directory; give a regular file, a new path, a FIFO, a character device or - (standard output)"),
+    ("/proc/version", "No such file or directory")])
+def test_bench_checks_the_plot_path_before_building(plot, why):
+    """Refused at once, before the topology, the schedules or the testbed (no root needed to see it)."""
+    p = _a2a("testbed", "bench", "hypercube:3", "--native", "--plot", plot)
+    assert (p.returncode, p.stdout) == (2, "")
+    assert p.stderr.splitlines() == [f"a2a testbed: error: cannot write {plot}: {why}"]
+
+
+def test_bench_warmup_must_be_non_negative():
+    p = _a2a("testbed", "bench", "hypercube:3", "--native", "--warmup", "-1")
+    assert (p.returncode, p.stdout) == (2, "")
+    assert p.stderr.splitlines()[-1] == ("a2a testbed bench: error: argument --warmup: must be a non-negative "
+                                         "integer, got '-1'")
+
+
+@pytest.mark.parametrize("args", [("up", "hypercube:3"), ("bench", "hypercube:3", "--native"), ("down",),
+                                  ("exec", "--", "true")])
+@pytest.mark.parametrize("name", ["", "Bad"])
+def test_bad_names_refused_before_any_work(args, name):
+    p = _a2a("testbed", args[0], "--name", name, *args[1:])
+    assert (p.returncode, p.stdout) == (2, "")
+    assert p.stderr.splitlines() == [
+        f"a2a testbed: error: testbed name {name!r}: use 1-16 lower-case letters and digits"]
+
+
+def test_jobs_refuses_each_inapplicable_flag_in_grammar():
+    p = _a2a("testbed", "bench", "hypercube:2", "--jobs", "j.json", "--native", "--schedule", "a.xml")
+    assert p.stderr.splitlines() == ["a2a testbed: error: --native does not apply with --jobs"]
+    p = _a2a("testbed", "bench", "hypercube:2", "--jobs", "j.json", "--native", "--fft", "8", "--schedule", "a.xml")
+    assert p.stderr.splitlines() == ["a2a testbed: error: --native, --fft do not apply with --jobs"]
+
+
+@pytest.mark.parametrize("cmd", ["/nonexistent/cmd", "no-such-command-a2a", "."])
+def test_exec_refuses_a_command_that_cannot_run(cmd):
+    """Checked before the testbed is looked up: no proxy ever prints its execvp error."""
+    p = _a2a("testbed", "exec", "--name", "nosuch", "--", cmd, "-x")
+    assert (p.returncode, p.stdout) == (2, "")
+    assert p.stderr.splitlines() == [
+        f"a2a testbed: error: {cmd}: no such command (neither an executable file nor a program on PATH)"]
+
+
+def test_every_testbed_action_documents_its_exit_status():
+    import argparse
+
+    from a2a_compiler.cli import build_parser
+
+    testbed = build_parser("testbed")._subparsers._group_actions[0].choices["testbed"]
+    actions = next(a for a in testbed._actions if isinstance(a, argparse._SubParsersAction)).choices
+    assert sorted(actions) == ["bench", "down", "exec", "list", "up"]
+    for name, p in actions.items():
+        assert "exit status:\n  0    success\n" in p.epilog, name
+    assert "\n  124  the command did not finish within --timeout and was killed (the testbed stays up)\n" in \
+        actions["exec"].epilog
+    assert "\n  1    a schedule failed its byte-exact or route check\n" in actions["bench"].epilog
+    assert "\n  1    " not in actions["up"].epilog and "\n  124  " not in actions["bench"].epilog
+
+
+def test_help_examples_pass_the_rate_check():
+    """Every bench example of 'a2a testbed --help' fits what one machine forwards (the torus's once asked 945 MB/s)."""
+    import shlex
+
+    from a2a_compiler.cli import build_parser
+    from a2a_compiler.commands.common import topology_from_args
+    from a2a_compiler.commands.testbed import EPILOG, _fabric
+    from runtimes.testbed.instance import MAX_AGGREGATE_BPS
+
+    lines = EPILOG.replace("\\\n", " ").splitlines()
+    examples = [shlex.split(ln) for ln in lines if ln.strip().startswith("a2a testbed bench ")]
+    assert [argv[3] for argv in examples] == ["bipartite:4", "hypercube:3", "torus:3x3x3"]
+    for argv in examples:
+        args = build_parser("testbed").parse_args(argv[1:])
+        assert Layout("x", topology_from_args(args), _fabric(args)).aggregate_rate() <= MAX_AGGREGATE_BPS, argv

@@ -315,3 +315,22 @@ def test_remove_links_without_topology_punctures_the_recorded_one(tmp_path, caps
     assert main(["verify", str(ALLPAIRS), "--remove-nodes", "1"]) == 2   # no record, no --topology
     assert capsys.readouterr().err == ("a2a verify: error: --remove-links/--remove-nodes: the file records no topology "
                                        "to puncture; give --topology\n")
+
+
+def test_demo_refuses_a_bad_spec_before_any_output(tmp_path, capsys):
+    assert main(["demo", "--spec", "bogus:1", "--dir", str(tmp_path / "demo"), "--no-run"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and not (tmp_path / "demo").exists()
+    (line,) = err.splitlines()
+    assert line.startswith("a2a demo: error: unknown topology family 'bogus' in 'bogus:1'; known families: "
+                           "complete:N, ring:N, ")
+
+
+def test_demo_numbers_every_step(tmp_path, capsys, monkeypatch):
+    """The two runs are steps 3a and 3b (mpiexec stubbed: the ranks' output is not the point here)."""
+    from a2a_compiler.commands import demo
+
+    monkeypatch.setattr(demo.subprocess, "call", lambda cmd, env: 0)
+    assert main(["demo", "--spec", "ring:4", "--dir", str(tmp_path / "demo")]) == 0
+    steps = [ln.split(" ", 2)[1] for ln in capsys.readouterr().out.splitlines() if ln.startswith("== ")]
+    assert steps == ["1a.", "1b.", "2.", "3a.", "3b."]

@@ -30,7 +30,7 @@ what it does (each step is also a command of its own):
      (each picks the smallest chunk count whose *program* reaches fidelity 0.97: the MSCCL
      dataflow differs from the oneCCL steps, so lowering one shared schedule IR would not)
   2. a2a verify DIR/msccl.xml DIR/oneccl.xml   (the topology and fabric the files record)
-  3. mpiexec -n 27 python -m runtimes.mpi DIR/msccl.xml -b 1K -e 256K ...  (and oneccl.xml;
+  3. mpiexec -n 27 python -m runtimes.mpi DIR/msccl.xml -b 1K -e 256K ...  (3a; 3b: oneccl.xml;
      the MCF bound from the files' records)
 
 The fabric is the paper's 27-node testbed (Basu et al. §5.2): 25 Gbit/s links,
@@ -81,6 +81,9 @@ def _a2a(argv: list[str]) -> None:
 
 def run(args) -> int:
     """``a2a demo``: compile, verify and run the §5.2 torus end to end."""
+    from ..topology.spec import from_spec
+
+    from_spec(args.spec)  # a bad spec: one line, before any header or directory
     out = Path(args.dir)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -105,10 +108,10 @@ def run(args) -> int:
     mpiexec = find_mpiexec()
     from ..formats import load_program
 
-    for path in files:
+    for i, path in enumerate(files):
         program = load_program(path)[1]
         n = getattr(program, "ngpus", None) or program.nranks
-        _step(f"3. run {path} on {n} local MPI ranks")
+        _step(f"3{'ab'[i]}. run {path} on {n} local MPI ranks")
         cmd = [mpiexec, "-n", str(n), sys.executable, "-m", "runtimes.mpi", str(path),
                "-b", args.minbytes, "-e", args.maxbytes, "-n", args.iters, "-w", "2", "--timeout", args.timeout]
         print("$ " + " ".join(cmd), flush=True)

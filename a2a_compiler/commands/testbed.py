@@ -11,8 +11,8 @@ import sys
 from ..cli import command_parser
 from ..errors import A2AError
 from ..fabric import Fabric
-from .common import add_fabric_args, add_topology_args, fabric_from_args, positive_int, print_json, progress, \
-    topology_from_args
+from .common import add_fabric_args, add_topology_args, fabric_from_args, nonnegative_int, positive_int, print_json, \
+    progress, topology_from_args
 
 DEFAULT_LINK_BW = "20Mbps"
 DEFAULT_NAME = "default"
@@ -31,14 +31,16 @@ every relay goes through a host. MPI is MPICH (ofi/tcp) launched by hydra into t
 
 EPILOG = f"""\
 bandwidths are scaled for one machine: the paper's 25 Gbit/s links become --link-bw (default
-{DEFAULT_LINK_BW}); keep --host-bw/--link-bw as in the paper (e.g. 80Mbps for the 3x3x3 torus's 100 Gbit/s
-hosts). Everything the testbed creates is named a2tb-NAME-*; nothing else is touched. 'bench' tears its
-testbed down on success, error, Ctrl-C and a killed rank; 'up' leaves it running until 'down'.
+{DEFAULT_LINK_BW}; 10Mbps for the 27-host torus, which one machine cannot forward at 20Mbps); keep
+--host-bw/--link-bw as in the paper (e.g. --host-bw 40Mbps with 10Mbps links for the torus's
+100 Gbit/s hosts). Everything the testbed creates is named a2tb-NAME-*; nothing else is touched.
+'bench' tears its testbed down on success, error, Ctrl-C and a killed rank; 'up' leaves it running
+until 'down'.
 
 examples:
   a2a testbed bench bipartite:4 --forwarding nic --schedule schedules/bipartite-4-mcf-extp.mpi.xml --native
   a2a testbed bench hypercube:3 --schedule schedules/hypercube-3-tsmcf.oneccl.xml --default-routes --sizes 1M
-  a2a testbed bench torus:3x3x3 --link-bw 20Mbps --host-bw 80Mbps --forwarding nic \\
+  a2a testbed bench torus:3x3x3 --link-bw 10Mbps --host-bw 40Mbps --forwarding nic \\
       --schedule schedules/torus-3x3x3-mcf-extp.mpi.xml --native --sizes 256K --json
   a2a testbed up ring:4 --name demo && a2a testbed exec --name demo -- python -m runtimes.mpi FILE
   a2a testbed list;  a2a testbed down --name demo;  a2a testbed down --all
@@ -74,9 +76,14 @@ def _fabric_args(p) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
 
 
-#: Exit codes of ``a2a testbed`` beyond every command's (a2a_compiler.cli.EXIT_STATUS).
-EXIT_CODES = {1: "bench: a schedule failed its byte-exact or route check; exec: the command's own status",
-              130: "interrupted (Ctrl-C / SIGINT, or SIGTERM): the testbed is torn down first"}
+#: Exit codes of each ``a2a testbed`` action beyond every command's (a2a_compiler.cli.EXIT_STATUS).
+INTERRUPTED = {130: "interrupted (Ctrl-C / SIGINT, or SIGTERM): 'up' and 'bench' tear their testbed down first, "
+                    "'exec' kills its job"}
+BENCH_CODES = {1: "a schedule failed its byte-exact or route check", **INTERRUPTED}
+EXEC_CODES = {1: "(or any status not listed here) the command's own, as mpiexec reports it: the ranks' exit status, "
+                 "N for a rank killed by signal N (128+N for mpiexec itself)",
+              124: "the command did not finish within --timeout and was killed (the testbed stays up)", **INTERRUPTED}
+EXIT_CODES = {1: f"bench: {BENCH_CODES[1]}; exec: {EXEC_CODES[1]}", 124: f"exec: {EXEC_CODES[124]}", **INTERRUPTED}
 
 
 def register(sub) -> None:
@@ -84,22 +91,26 @@ def register(sub) -> None:
                        EPILOG, EXIT_CODES)
     tsub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
 
-    up = command_parser(tsub, "up", "build a testbed and leave it running", DESCRIPTION, EPILOG, EXIT_CODES)
+    up = command_parser(tsub, "up", "build a testbed and leave it running", DESCRIPTION, EPILOG, INTERRUPTED)
     _fabric_args(up)
     up.set_defaults(func=run_up)
 
-    down = tsub.add_parser("down", help="remove a testbed (or every one with --all)")
+    down = command_parser(tsub, "down", "remove a testbed (or every one with --all)",
+                          "Remove a testbed: its namespaces, and every process still inside them.")
     g = down.add_mutually_exclusive_group()
     g.add_argument("--name", metavar="NAME", help=f"instance to remove (default {DEFAULT_NAME!r})")
     g.add_argument("--all", action="store_true", help="remove every a2tb-* instance on this machine")
     down.set_defaults(func=run_down)
 
-    ls = tsub.add_parser("list", help="the testbeds on this machine")
+    ls = command_parser(tsub, "list", "the testbeds on this machine",
+                        "List the testbeds on this machine (stale: the bench that built it died).")
     ls.add_argument("--json", action="store_true", help="one JSON object instead of the table")
     ls.set_defaults(func=run_list)
 
-    ex = tsub.add_parser("exec", help="run a command as one MPI rank per host of a running testbed",
-                         epilog="example: a2a testbed exec --name demo -- python -m runtimes.mpi FILE -b 64K -e 1M")
+    ex = command_parser(tsub, "exec", "run a command as one MPI rank per host of a running testbed",
+                        "Run a command as one MPI rank per host of a running testbed (hydra's mpiexec).",
+                        "example: a2a testbed exec --name demo -- python -m runtimes.mpi FILE -b 64K -e 1M\n",
+                        EXEC_CODES)
     ex.add_argument("--name", metavar="NAME", help="the testbed (default: the only one running)")
     ex.add_argument("--timeout", type=_seconds, default=600.0, metavar="S",
                     help="kill the job after S seconds (default 600)")
@@ -107,7 +118,7 @@ def register(sub) -> None:
     ex.set_defaults(func=run_exec)
 
     b = command_parser(tsub, "bench", "up, run schedules and baselines, down: measured vs predicted vs bound",
-                       DESCRIPTION, EPILOG, EXIT_CODES)
+                       DESCRIPTION, EPILOG, BENCH_CODES)
     _fabric_args(b)
     b.add_argument("--schedule", action="append", default=[], metavar="FILE",
                    help="a schedule to measure (MSCCL, oneCCL-style or MPI path XML); repeat for several.  With "
@@ -128,7 +139,8 @@ def register(sub) -> None:
     b.add_argument("--sizes", type=_sizes, default=[1 << 20], metavar="LIST",
                    help="per-peer shard sizes, comma-separated (K/M or KiB/MiB = 1024-powers; default 1M)")
     b.add_argument("--iters", type=positive_int, default=5, metavar="N", help="timed iterations (default 5)")
-    b.add_argument("--warmup", type=int, default=1, metavar="W", help="untimed iterations first (default 1)")
+    b.add_argument("--warmup", type=nonnegative_int, default=1, metavar="W",
+                   help="untimed iterations first (default 1)")
     b.add_argument("--fft", type=positive_int, metavar="N",
                    help="run a slab-decomposed 3-D FFT of an N^3 complex grid per iteration instead of bare "
                         "all-to-alls (N a multiple of the host count; --sizes is ignored); reports each phase")
@@ -143,6 +155,13 @@ def _say(args):
     return None if args.quiet else (lambda msg: progress(f"a2a testbed: {msg}"))
 
 
+def _name(args, default: str | None) -> str | None:
+    """``--name``, checked before any work (an empty name too), else ``default``."""
+    from runtimes.testbed.layout import check_name
+
+    return default if args.name is None else check_name(args.name)
+
+
 def _fabric(args):
     if args.link_bw is None:
         args.link_bw = DEFAULT_LINK_BW
@@ -152,23 +171,28 @@ def _fabric(args):
 def run_up(args) -> int:
     from runtimes.testbed.instance import Testbed
 
-    name = args.name or DEFAULT_NAME
+    name = _name(args, DEFAULT_NAME)
     tb = Testbed.up(topology_from_args(args), _fabric(args), name, owner=False, force=args.force,
                     progress=_say(args))
-    print(f"testbed {name}: {tb.layout.topology.spec}, {tb.layout.fabric.describe()}, routes {tb.routes.algo}; "
-          f"'a2a testbed exec --name {name} -- CMD' runs CMD on its {tb.layout.topology.n_hosts} hosts")
+    try:
+        print(f"testbed {name}: {tb.layout.topology.spec}, {tb.layout.fabric.describe()}, routes {tb.routes.algo}; "
+              f"'a2a testbed exec --name {name} -- CMD' runs CMD on its {tb.layout.topology.n_hosts} hosts")
+        sys.stdout.flush()
+    except BaseException:  # 'up' that fails (stdout full or closed, Ctrl-C) leaves nothing up
+        tb.down()
+        raise
     return 0
 
 
 def run_down(args) -> int:
     from runtimes.testbed.cleanup import remove, remove_all, require_root
 
+    name = _name(args, DEFAULT_NAME)
     require_root()
     if args.all:
         removed = remove_all()
         print(f"removed {len(removed)} testbed(s)" + (f": {', '.join(removed)}" if removed else ""))
         return 0
-    name = args.name or DEFAULT_NAME
     if not remove(name):
         raise A2AError(f"no testbed named {name!r}; 'a2a testbed list' shows the running ones")
     print(f"removed testbed {name}")
@@ -201,20 +225,28 @@ def run_list(args) -> int:
 
 
 def run_exec(args) -> int:
+    import shutil
+
     from runtimes.testbed.cleanup import instances
     from runtimes.testbed.instance import Testbed
 
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
     if not cmd:
         raise A2AError("give the command after --, e.g. a2a testbed exec -- python -m runtimes.mpi FILE")
-    name = args.name
+    if shutil.which(cmd[0]) is None:  # else every rank's proxy prints its own execvp error
+        raise A2AError(f"{cmd[0]}: no such command (neither an executable file nor a program on PATH)")
+    name = _name(args, None)
     if name is None:
         running = list(instances())
         if len(running) != 1:
             raise A2AError("several testbeds are running; choose one with --name" if running
                            else "no testbed is running; start one with 'a2a testbed up SPEC'")
         name = running[0]
-    return Testbed.attach(name).run(cmd, args.timeout).returncode
+    finished = Testbed.attach(name).run(cmd, args.timeout)
+    if finished.timed_out:
+        print(f"a2a testbed: error: {finished.timeout_message()}", file=sys.stderr)
+        return 124
+    return finished.returncode if finished.returncode >= 0 else 128 - finished.returncode  # mpiexec killed: 128+N
 
 
 def run_bench(args) -> int:
@@ -222,14 +254,18 @@ def run_bench(args) -> int:
 
     from runtimes.testbed.bench import bench
 
-    if args.jobs:
-        return _run_jobs_bench(args)
+    from ..files import check_writable
     from .common import demand_from_args
 
+    if args.jobs:
+        return _run_jobs_bench(args)
+    if args.plot:
+        check_writable(args.plot)  # before the testbed is built: a bench runs for minutes
+    name = _name(args, None)
     topology = topology_from_args(args)
     result = bench(topology, _fabric(args), [Path(s) for s in args.schedule],
                    native=args.native, default_routes=args.default_routes, sizes=args.sizes, iters=args.iters,
-                   warmup=args.warmup, name=args.name, force=args.force, fft=args.fft, timeout=args.timeout,
+                   warmup=args.warmup, name=name, force=args.force, fft=args.fft, timeout=args.timeout,
                    progress=_say(args), demand=demand_from_args(args, topology.n_hosts))
     if args.plot:
         from runtimes.testbed.plot import plot_bench
@@ -256,12 +292,13 @@ def _run_jobs_bench(args) -> int:
     other = [flag for flag, given in (("--native", args.native), ("--default-routes", args.default_routes),
                                       ("--fft", args.fft), ("--plot", args.plot)) if given]
     if other:
-        raise A2AError(f"{', '.join(other)} do not apply with --jobs")
+        raise A2AError(f"{', '.join(other)} {'does' if len(other) == 1 else 'do'} not apply with --jobs")
+    name = _name(args, None)
     topology = topology_from_args(args)
     jobs = load_jobs(args.jobs, topology.n_hosts)
     sets = [[Path(f) for f in s.split(",") if f] for s in args.schedule]
     result = bench_jobs(topology, _fabric(args), jobs, sets, sizes=args.sizes, iters=args.iters,
-                        warmup=args.warmup, name=args.name, force=args.force, timeout=args.timeout,
+                        warmup=args.warmup, name=name, force=args.force, timeout=args.timeout,
                         progress=_say(args))
     if args.json:
         print_json(result.to_json())

@@ -262,7 +262,7 @@ def run_on_testbed(topology: Topology, fabric: Fabric, routes, job_items, n_item
     """
     say = say or (lambda msg: None)
     n = topology.n_hosts
-    name = name or f"b{os.getpid()}"
+    name = f"b{os.getpid()}" if name is None else name
     with signals_raise(), Testbed.up(topology, fabric, name, routes=routes, force=force, progress=say) as tb:
         with tempfile.TemporaryDirectory(dir=tb.state_dir) as tmp:
             jobs = job_items(tb, tmp)
@@ -323,8 +323,8 @@ def _program_file(item: Item, tmp: str) -> str | None:
 
 def _job_error(finished, stderr: str) -> str:
     """One line for a failed job: the rank program's own error, else why mpiexec ended it."""
-    if finished.returncode == -9:
-        return f"the MPI job did not finish within {finished.wall_s:.0f} s and was killed"
+    if finished.timed_out:
+        return finished.timeout_message()
     lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
     for ln in lines:
         if "a2a testbed bench: error:" in ln:

@@ -87,6 +87,11 @@ class Finished:
     wall_s: float
     cpu_user_s: float     # every process of the job (ranks, proxies, mpiexec)
     cpu_system_s: float
+    timed_out: bool = False  # killed because ``timeout`` passed (not because a process died)
+
+    def timeout_message(self) -> str:
+        """The one line for a job the timer killed."""
+        return f"the MPI job did not finish within {self.wall_s:.0f} s and was killed"
 
 
 def run(layout: Layout, state_dir: Path, argv: list[str], timeout: float, env: dict | None = None,
@@ -108,7 +113,7 @@ def run(layout: Layout, state_dir: Path, argv: list[str], timeout: float, env: d
         except subprocess.TimeoutExpired:
             _kill_group(proc)
             proc.wait()
-            return Finished(-signal.SIGKILL, time.monotonic() - t0, *_cpu(before))
+            return Finished(-signal.SIGKILL, time.monotonic() - t0, *_cpu(before), timed_out=True)
     except BaseException:
         _kill_group(proc)
         proc.wait()
