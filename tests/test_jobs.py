@@ -134,18 +134,21 @@ def test_demand_solve_is_certified_without_jobs():
 def test_cli_writes_verified_job_schedules_that_run(tmp_path, capsys):
     jobs = tmp_path / "jobs.json"
     jobs.write_text(json.dumps(jobs_obj(("A", [0, 3, 5, 6], None), ("B", [1, 2, 4, 7], None))))
-    assert main(["solve", "hypercube:3", "--forwarding", "nic", "--jobs", str(jobs), "--schedules", str(tmp_path),
+    out = tmp_path / "new"  # created
+    assert main(["solve", "hypercube:3", "--forwarding", "nic", "--jobs", str(jobs), "--schedules", str(out),
                  "--json", "-q"]) == 0
     s = json.loads(capsys.readouterr().out)
     assert [j["joint_time"] for j in s["jobs"]] == pytest.approx([2.0, 2.0]) and len(s["schedules"]) == 6
+    assert sorted(p.name for p in out.iterdir()) == ["A-alone.xml", "A.topology.json", "A.xml", "B-alone.xml",
+                                                     "B.topology.json", "B.xml"]
     for name in ("A", "A-alone", "B", "B-alone"):
         job = name[0]
-        assert main(["verify", str(tmp_path / f"{name}.xml"), "--topology", f"file:{tmp_path / job}.topology.json",
+        assert main(["verify", str(out / f"{name}.xml"), "--topology", f"file:{out / job}.topology.json",
                      "--forwarding", "nic", "--json"]) == 0
         assert json.loads(capsys.readouterr().out)["valid"]
     assert main(["solve", "hypercube:3", "--jobs", str(jobs), "--method", "pmcf"]) == 2
     assert "--method does not apply with --jobs" in capsys.readouterr().err
     if MPIEXEC is not None:      # a job's schedule is an all-to-all on its own 4 ranks
-        out = run_json(4, tmp_path / "A.xml", "-b", "64", "-e", "4096", "-f", "64", "--check", "all",
+        run = run_json(4, out / "A.xml", "-b", "64", "-e", "4096", "-f", "64", "--check", "all",
                        "--route-mode", "direct")
-        assert [r["verified"] for r in out["results"]] == [True, True]
+        assert [r["verified"] for r in run["results"]] == [True, True]

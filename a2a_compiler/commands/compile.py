@@ -26,8 +26,9 @@ multiply by m/b).  The predicted time is the program's, as 'a2a verify' prices i
   fidelity   = LP time / predicted time, LP time the method's own LP optimum (certified)
   MCF ratio  = MCF time / predicted time, MCF time the link MCF optimum (certified): the best
                any schedule can do on this fabric.  Both are <= 1.
---forwarding nic is refused for msccl/mscclpp/oneccl: their programs relay through the ranks'
-scratch buffers (host store-and-forward); NIC-routed paths are --emit mpi.
+--forwarding nic with --host-bw is refused for msccl/mscclpp/oneccl: their programs relay through
+the ranks' scratch buffers (host store-and-forward); NIC-routed paths are --emit mpi.  (Without
+--host-bw the two modes are the same fabric, and the file records the mode given.)
 
 all-to-allv (--demand D.csv, mixture-of-experts): the solve and the chunks follow D.
   mpi      C chunks per pair, each 1/C of the pair's volume; the file records the volumes,
@@ -45,7 +46,7 @@ examples:
   a2a compile hypercube:3 --emit msccl -o hc3.xml
   a2a compile torus:3x3x3 --emit mscclpp -o t3.json
   a2a compile torus:3x3x3 --link-bw 25Gbps --host-bw 100Gbps --emit oneccl -o t3.xml
-  a2a compile torus:3x3x3 --link-bw 25Gbps --host-bw 100Gbps --emit msccl --min-fidelity 0.99 -o t3.xml
+  a2a compile torus:3x3x3 --link-bw 25Gbps --host-bw 100Gbps --emit msccl --min-fidelity 0.99 --max-chunks 24 -o t3.xml
   a2a compile fattree:4,2 --emit mpi --method pmcf --paths shortest -o ft-paths.xml
   a2a compile torus:3x3x3 --forwarding nic --emit mpi --max-flows 8 -o t3-steps.xml   # time-stepped routes
   a2a schedule hypercube:3 -o s.json && a2a compile --from-ir s.json --emit msccl -o hc3.xml
@@ -114,9 +115,7 @@ def run(args) -> int:
     """``a2a compile``: :func:`a2a_compiler.compile`, write the file, print the summary."""
     from ..chunk import load_schedule
     from ..compiler import compile
-    from ..files import check_writable
 
-    check_writable(args.output)
     if bool(args.spec) == bool(args.from_ir):
         raise A2AError("give either SPEC or --from-ir FILE.json" + (", not both" if args.spec else ""))
     source = load_schedule(args.from_ir) if args.from_ir else args.spec

@@ -9,7 +9,7 @@ from ..cli import command_parser
 from ..deadlock import SCHEMES
 from ..deadlock.orders import FAMILIES
 from ..errors import A2AError
-from ..files import atomic_write, check_writable
+from ..files import atomic_write
 from ..progress import Progress
 from ..routes import ENGINES, TABLE_ENGINES
 from ..routes.patterns import PATTERNS, pattern_congestion
@@ -244,8 +244,6 @@ def run(args) -> int:
     engine, measure the tables (:func:`a2a_compiler.routes.report.table_report`); write and report."""
     from ..routes.schedule import route_schedule
 
-    for path in filter(None, (args.output, args.lft)):
-        check_writable(path)           # before any routing
     topology = topology_from_args(args)
     fabric = fabric_from_args(args)
     options = engine_options(args)

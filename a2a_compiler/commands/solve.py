@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..cli import command_parser
 from ..errors import A2AError
+from ..files import check_writable
 from ..progress import Progress
 from ..solve import METHODS, solve
 from ..solve.lp import SOLVERS
@@ -204,12 +205,8 @@ def method_options(args) -> dict:
 
 def run(args) -> int:
     """``a2a solve``: :func:`a2a_compiler.solve.solve`, optionally save, print the summary."""
-    from ..files import check_writable
-
     if args.jobs:
         return run_jobs(args)
-    if args.save:
-        check_writable(args.save)
     topo = topology_from_args(args)
     fabric = fabric_from_args(args)
     demand = demand_from_args(args, topo.n_hosts)
@@ -259,8 +256,11 @@ def run_jobs(args) -> int:
 
     from ..jobs import load_jobs, solve_jobs, write_job_schedules
 
-    if args.schedules and not Path(args.schedules).is_dir():
-        raise A2AError(f"--schedules {args.schedules}: not a directory")
+    out = Path(args.schedules) if args.schedules else None
+    if out is not None and out.exists() and not out.is_dir():
+        raise A2AError(f"--schedules {out}: not a directory")
+    if out is not None and not out.exists():
+        check_writable(out)  # created once the schedules are ready
     topo = topology_from_args(args)
     fabric = fabric_from_args(args)
     jobs = load_jobs(args.jobs, topo.n_hosts)
@@ -270,7 +270,9 @@ def run_jobs(args) -> int:
     finally:
         if reporter:
             reporter.close()
-    written = write_job_schedules(result, topo, args.schedules, args.max_chunks) if args.schedules else []
+    if out is not None:
+        out.mkdir(exist_ok=True)
+    written = write_job_schedules(result, topo, out, args.max_chunks) if out is not None else []
     s = {"spec": topo.spec, **result.summary(), "schedules": [str(p) for p in written]}
     if args.json:
         print_json(s)

@@ -254,13 +254,10 @@ def run_bench(args) -> int:
 
     from runtimes.testbed.bench import bench
 
-    from ..files import check_writable
     from .common import demand_from_args
 
     if args.jobs:
         return _run_jobs_bench(args)
-    if args.plot:
-        check_writable(args.plot)  # before the testbed is built: a bench runs for minutes
     name = _name(args, None)
     topology = topology_from_args(args)
     result = bench(topology, _fabric(args), [Path(s) for s in args.schedule],

@@ -59,13 +59,9 @@ def _human(s: dict) -> str:
 
 def run(args) -> int:
     """``a2a topo``: build, summarise, optionally save the topology."""
-    from ..files import check_writable
-
     from ..files import atomic_write
     from ..topology.ibnet import net_file
 
-    for path in filter(None, (args.save, args.ibnet)):
-        check_writable(path)
     reporter = None if args.quiet else Progress(delay=PROGRESS_DELAY)
     try:
         if reporter:
