@@ -58,7 +58,7 @@ def test_msccl_chunk_count_is_chosen_on_the_program():
     assert r.chunks_per_shard == 3 and r.predicted_time == pytest.approx(141 / 10, abs=1e-9)  # 14.1
 
     assert r.summary()["schedule_predicted_time"] == pytest.approx(13.75, abs=1e-9)  # the steps alone
-    with pytest.raises(A2AError, match=r"no chunk count up to 4 reaches fidelity 0.99: the best is 0.9686 at C = 4; "
+    with pytest.raises(A2AError, match=r"no chunk count up to 4 reaches fidelity 0.99: the best is 0.9686 at C = 4 \(rounded down\); "
                                        r"raise --max-chunks or lower --min-fidelity"):
         a2a_compiler.compile("torus:3x3x3", "msccl", max_chunks=4, min_fidelity=0.99, channels=1, **TORUS)
 

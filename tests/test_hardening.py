@@ -60,6 +60,7 @@ def _error(capsys, argv, code=2) -> str:
     (["solve", "ring:4", "--link-bw", "100Gbps", "--host-bw", "1Kbps"],
      "a2a solve: error: --host-bw / --link-bw = 1e-08 is outside 1e-6 .. 1e6, where the flow LPs lose precision"),
     (["topo", "ring:4", "--save", ""], "a2a topo: error: --save: the path is empty"),
+    (["topo", "torus:3x3x3,"], "a2a topo: error: torus:3x3x3,: an empty parameter (a stray comma)"),
     (["solve", "hypercube:3", "--method", "tsmcf", "--steps", "1000000"],
      "a2a solve: error: hypercube:3: the tsmcf LP would have about 5.8e+08 nonzeros (8 commodity group(s) x 24 links x "
      "1000000 steps) and need about 161 GiB, over the 16 GiB limit (a2a_compiler.solve.MAX_LP_BYTES)"),

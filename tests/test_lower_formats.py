@@ -133,3 +133,10 @@ def test_absurd_sizes_refused():
     data = b'<mpi_paths coll="alltoall" nranks="3" chunks_per_shard="99999999"/>'
     with pytest.raises(FormatError, match="exceeds the limit"):
         parse_program(data, "big.xml")
+
+
+def test_an_empty_name_is_the_default_name(tmp_path, capsys):
+    from a2a_compiler.cli import main
+
+    assert main(["compile", "ring:4", "--emit", "oneccl", "--name", "", "-o", str(tmp_path / "r.xml"), "-q"]) == 0
+    assert 'name="ring:4-tsmcf"' in (tmp_path / "r.xml").read_text()

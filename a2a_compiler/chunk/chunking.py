@@ -25,6 +25,7 @@ whole chunks of one size, ``T[s, d] ≈ C·D[s, d]`` of them per pair
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -493,5 +494,6 @@ def choose_chunks(res: _Resources, paths: list[list[np.ndarray]], cands: dict, l
                        f"row and column summing to N*C; raise --max-chunks")
     if min_fidelity is not None and best[0] < min_fidelity - TIE:
         raise A2AError(f"no chunk count up to {max(chunks or 0, max_chunks)} reaches fidelity {min_fidelity:g}: "
-                       f"the best is {best[0]:.4f} at C = {best[1]}; raise --max-chunks or lower --min-fidelity")
+                       f"the best is {math.floor(best[0] * 1e4) / 1e4:.4f} at C = {best[1]} (rounded down); raise "
+                       f"--max-chunks or lower --min-fidelity")
     return best[2] if best[2] is not None else build(best[1], best[3])

@@ -12,8 +12,8 @@ from ..formats.xmlutil import safe_name
 
 
 def program_name(schedule, name: str | None) -> str:
-    """``name`` or ``<spec>-<method>``, as a safe ``name`` attribute."""
-    return safe_name(name if name is not None else f"{schedule.spec}-{schedule.method}")
+    """``name`` (if not empty) or ``<spec>-<method>``, as a safe ``name`` attribute."""
+    return safe_name(name or f"{schedule.spec}-{schedule.method}")
 
 
 def record_of(schedule, volumes: bool = False) -> Record:

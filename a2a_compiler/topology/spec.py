@@ -180,7 +180,10 @@ def parse_spec(spec: str) -> tuple[str, list[str], dict[str, str]]:
         return family, [rest], {}
     pos: list[str] = []
     kw: dict[str, str] = {}
-    for part in filter(None, (p.strip() for p in rest.split(","))):
+    parts = [p.strip() for p in rest.split(",")] if rest.strip() else []
+    if "" in parts:
+        raise SpecError(f"{spec}: an empty parameter (a stray comma)")
+    for part in parts:
         if "=" in part:
             key, _, value = part.partition("=")
             kw[key.strip()] = value.strip()
