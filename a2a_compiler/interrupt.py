@@ -34,6 +34,8 @@ pending: str | None = None
 #: Seconds after a signal in which another one is taken for its echo.
 ECHO = 1.0
 _last = -ECHO
+_deferring = 0          # depth of :func:`deferred` blocks
+_held: str | None = None  # a signal that arrived in one, raised when the outermost ends
 
 
 def check() -> None:
@@ -65,11 +67,16 @@ def catch() -> dict:
         global pending, _last
         if os.getpid() != owner:
             os._exit(128 + signum)
+        global _held
         now = time.monotonic()
         if pending is not None and now - _last < ECHO:
             return
-        pending, _last = pending or signal.Signals(signum).name, now
-        raise Interrupted(signal.Signals(signum).name)
+        name = signal.Signals(signum).name
+        pending, _last = pending or name, now
+        if _deferring:
+            _held = name
+            return
+        raise Interrupted(name)
 
     handler.a2a = True
     old = {s: signal.signal(s, handler) for s in SIGNALS if signal.getsignal(s) is not signal.SIG_IGN}
@@ -85,6 +92,22 @@ def restore(old: dict) -> None:
             sys.unraisablehook = h
         elif h is not None:
             signal.signal(s, h)
+
+
+@contextlib.contextmanager
+def deferred():
+    """Hold the signals that arrive in the body, and raise the last one when it ends: for short library calls
+    that an exception would leave broken, such as pyroute2's netlink calls, whose event loop then spills
+    tracebacks ("aclose(): asynchronous generator is already running") when it is closed."""
+    global _deferring, _held
+    _deferring += 1
+    try:
+        yield
+    finally:
+        _deferring -= 1
+    if not _deferring and _held is not None:
+        name, _held = _held, None
+        raise Interrupted(name)
 
 
 @contextlib.contextmanager

@@ -309,3 +309,21 @@ def test_a_signal_echoed_within_a_second_is_not_raised_again(monkeypatch):
         assert interrupt.pending == "SIGTERM"
     finally:
         interrupt.restore(old)
+
+
+def test_a_signal_in_a_deferred_block_is_raised_when_it_ends():
+    from a2a_compiler import interrupt
+
+    old = interrupt.catch()
+    done = []
+    try:
+        with pytest.raises(interrupt.Interrupted, match="SIGTERM"):
+            with interrupt.deferred():
+                with interrupt.deferred():
+                    os.kill(os.getpid(), signal.SIGTERM)
+                    sum(range(10_000))
+                    done.append("inner")
+                done.append("outer")  # held until the outermost block ends
+    finally:
+        interrupt.restore(old)
+    assert done == ["inner", "outer"]

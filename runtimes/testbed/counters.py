@@ -10,6 +10,8 @@ carried only ACKs reads close to zero.  CPU use comes from ``/proc/stat``
 
 from __future__ import annotations
 
+from a2a_compiler import interrupt
+
 from .build import Handles
 from .layout import BRIDGE_IF, HEADER_BYTES, NIC_HOST_IF, Layout, link_key
 
@@ -36,23 +38,26 @@ class Counters:
     def __init__(self, mapping: dict[str, dict[str, str]]):
         self.mapping = mapping
         self.handles = Handles()
-        for name in mapping:
-            self.handles[name]  # open every socket now (it forks a helper): not in a timed window
+        with interrupt.deferred():
+            for name in mapping:
+                self.handles[name]  # open every socket now (it forks a helper): not in a timed window
 
     def snapshot(self) -> dict[str, tuple[int, int]]:
         """counter name -> (bytes, packets) transmitted so far (the bridge: received from the hosts)."""
         out = {}
-        for name, ifs in self.mapping.items():
-            for msg in self.handles[name].get_links():
-                key = ifs.get(msg.get_attr("IFLA_IFNAME"))
-                if key is not None:
-                    st = msg.get_attr("IFLA_STATS64")
-                    side = "rx" if key == "mgmt" else "tx"
-                    out[key] = (int(st[f"{side}_bytes"]), int(st[f"{side}_packets"]))
+        with interrupt.deferred():
+            for name, ifs in self.mapping.items():
+                for msg in self.handles[name].get_links():
+                    key = ifs.get(msg.get_attr("IFLA_IFNAME"))
+                    if key is not None:
+                        st = msg.get_attr("IFLA_STATS64")
+                        side = "rx" if key == "mgmt" else "tx"
+                        out[key] = (int(st[f"{side}_bytes"]), int(st[f"{side}_packets"]))
         return out
 
     def close(self) -> None:
-        self.handles.close()
+        with interrupt.deferred():
+            self.handles.close()
 
 
 def delta(before: dict, after: dict) -> dict[str, dict[str, int]]:

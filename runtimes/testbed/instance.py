@@ -61,7 +61,7 @@ class Testbed:
                 "name": name, "owner_pid": os.getpid() if owner else None, "created": time.time(),
                 "topology": topology.to_json_dict(), "fabric": fabric.to_json_dict(), "routes": routes.algo,
                 "paths": [[p.src, p.dst, list(p.nodes)] for p in routes.paths]}))
-            with build.Handles() as ns:
+            with interrupt.deferred(), build.Handles() as ns:  # Ctrl-C: after the build, then torn down
                 build.create(layout, ns, progress)
                 install_default(layout, ns, routes)
             interrupt.check()
@@ -98,7 +98,7 @@ class Testbed:
         """Install steered routes for MPI path ``program``: ``{(src, dst, route_id): (src_ip, dst_ip)}``."""
         steered = steering(program, self._next_route)
         self._next_route += len(steered)
-        with build.Handles() as ns:
+        with interrupt.deferred(), build.Handles() as ns:
             install_steering(self.layout, ns, steered)
         return {(s.src, s.dst, s.route_id): (a, b) for s, a, b in steered}
 
