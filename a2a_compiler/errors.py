@@ -34,7 +34,7 @@ def echo(value: str) -> str:
     return f"{value[:ECHO_CHARS]!r}... ({len(value)} characters)"
 
 
-def echo_items(items, unit: str = "items") -> str:
-    """A sequence for an error message, space-separated: whole when short, else its first items and its length."""
-    shown = " ".join(map(str, items[:ECHO_ITEMS]))
-    return shown if len(items) <= ECHO_ITEMS else f"{shown} ... ({len(items)} {unit})"
+def echo_items(items, unit: str = "items", sep: str = " ") -> str:
+    """A sequence for an error message, joined by ``sep``: whole when short, else its first items and its length."""
+    shown = sep.join(map(str, items[:ECHO_ITEMS]))
+    return shown if len(items) <= ECHO_ITEMS else f"{shown}{sep}... ({len(items)} {unit})"

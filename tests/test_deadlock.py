@@ -84,3 +84,12 @@ def test_torus_mcf_extp_needs_at_most_four_lash_seq_layers(routed):
     paths, pairs = routed[("torus:3x3x3", "mcf-extp")]
     assert find_deadlock(paths, classes(paths, np.zeros(len(paths)))) is not None   # one layer is not enough
     assert 2 <= assign_layers(paths, "lash-seq", pairs=pairs).max() + 1 <= 4
+
+
+def test_a_long_cycle_is_described_by_its_first_channels_and_length():
+    from a2a_compiler.deadlock.cdg import describe_cycle
+
+    assert describe_cycle([(0, 1, 0), (1, 2, 0), (2, 0, 1)]) == "0->1 (vc 0) -> 1->2 (vc 0) -> 2->0 (vc 1) -> back to 0->1"
+    assert describe_cycle([(i, i + 1, 0) for i in range(20)]) == (
+        "0->1 (vc 0) -> 1->2 (vc 0) -> 2->3 (vc 0) -> 3->4 (vc 0) -> 4->5 (vc 0) -> 5->6 (vc 0) -> 6->7 (vc 0) -> "
+        "7->8 (vc 0) -> ... (20 channels) -> back to 0->1")

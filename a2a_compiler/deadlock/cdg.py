@@ -21,6 +21,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
+from ..errors import echo_items
+
 Channel = tuple[int, int, int]  # (u, v, vc)
 
 
@@ -102,4 +104,4 @@ def channel_dependency_graph(paths: Sequence[Sequence[int]],
 def describe_cycle(cycle: list[Channel]) -> str:
     """``0->1 (vc 0) -> 1->2 (vc 0) -> 2->0 (vc 0) -> back to 0->1``."""
     hops = [f"{u}->{v} (vc {c})" for u, v, c in cycle]
-    return " -> ".join(hops + [f"back to {cycle[0][0]}->{cycle[0][1]}"])
+    return f"{echo_items(hops, 'channels', ' -> ')} -> back to {cycle[0][0]}->{cycle[0][1]}"

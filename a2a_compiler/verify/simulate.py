@@ -272,11 +272,11 @@ def _deadlock(p, stuck, pc, blocker, tbs) -> str:
         path.append(f"{desc(node)} {reason}")
         if nxt is None or nxt not in stuck_set:
             who = "no thread block" if nxt is None else f"gpu {nxt[0]} tb {nxt[1]} (finished)"
-            return (f"deadlock: {len(stuck)} thread block(s) cannot progress; {' -> '.join(path)}, "
+            return (f"deadlock: {len(stuck)} thread block(s) cannot progress; {echo_items(path, 'waits', ' -> ')}, "
                     f"but {who} will ever provide it")
         node = nxt
     cycle = path[seen[node]:]
-    return f"deadlock: {len(stuck)} thread block(s) cannot progress; wait-for cycle: {' -> '.join(cycle)}"
+    return f"deadlock: {len(stuck)} thread block(s) cannot progress; wait-for cycle: {echo_items(cycle, 'waits', ' -> ')}"
 
 
 # --------------------------------------------------------------------- oneCCL
