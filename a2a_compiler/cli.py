@@ -126,8 +126,8 @@ def launcher_rank() -> int:
     return 0
 
 
-def _join_mpi_init() -> None:
-    """An ``a2a run`` rank interrupted before MPI_Init still takes part in it: the other ranks wait there for
+def join_mpi_init() -> None:
+    """An ``a2a run`` rank interrupted before MPI_Init still takes part in it (then ends): the other ranks wait there for
     every rank (a signal cannot end them: Python runs its handler only once MPI_Init returns), so a rank that
     left first would hang the whole job.  Further signals are ignored until then."""
     import signal
@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         if launcher_rank() == 0:
             print(f"a2a{' ' + command if command else ''}: interrupted", file=sys.stderr, flush=True)
         if command == "run" and any(v in os.environ for v in LAUNCHER_RANK_VARS) and "mpi4py.MPI" not in sys.modules:
-            _join_mpi_init()
+            join_mpi_init()
         lp = sys.modules.get(f"{__package__}.solve.lp")
         if "mpi4py.MPI" in sys.modules or (lp is not None and lp.solver_running()):
             sys.stdout.flush()   # other ranks may be blocked, or a solver ignored the interrupt: do not wait

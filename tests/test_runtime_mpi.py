@@ -259,15 +259,25 @@ def test_rcs_program_is_byte_exact(tmp_path):
     assert [(r["size_bytes"], r["verified"], r["padded"]) for r in out["results"]] == [(98, True, False)]
 
 
-def test_a_rank_interrupted_before_mpi_init_still_joins_it():
-    """Rank 1 of ``a2a run`` gets SIGTERM before MPI_Init; rank 0 is already waiting in MPI_Init, which
-    needs every rank, and a signal cannot end it there.  Rank 1 joins MPI_Init before it exits (status
-    130), so rank 0 gets past it: before, the job hung for good."""
+RANK1_SIGTERM_BEFORE_INIT = {
+    "a2a run": ("import os, signal, sys; import runtimes.mpi.cli as r; from a2a_compiler.cli import main; "
+                "run = r.main; r.main = lambda *a: (os.kill(os.getpid(), signal.SIGTERM), run(*a)); "
+                "sys.exit(main(['run', FILE]))"),
+    "python -m runtimes.mpi": ("import os, runpy, signal, sys; import a2a_compiler.cli as c; sys.argv = ['x', FILE]; "
+                               "parse = c.Parser.parse_args; c.Parser.parse_args = lambda self, *a: "
+                               "(os.kill(os.getpid(), signal.SIGTERM), parse(self, *a))[1]; "
+                               "runpy.run_module('runtimes.mpi', run_name='__main__')"),
+}
+
+
+@pytest.mark.parametrize("entry", RANK1_SIGTERM_BEFORE_INIT)
+def test_a_rank_interrupted_before_mpi_init_still_joins_it(entry):
+    """Rank 1 gets SIGTERM before MPI_Init; rank 0 is already waiting in MPI_Init, which needs every rank,
+    and a signal cannot end it there.  Rank 1 joins MPI_Init before it exits (status 130), so rank 0 gets
+    past it: before, the job hung for good."""
     file = SCHEDULES / "bipartite-4-tsmcf.msccl.xml"
     rank0 = "import os; from mpi4py import MPI; print('rank 0 past MPI_Init', flush=True); os._exit(0)"
-    rank1 = ("import os, signal, sys; import runtimes.mpi.cli as r; from a2a_compiler.cli import main; "
-             "run = r.main; r.main = lambda *a: (os.kill(os.getpid(), signal.SIGTERM), run(*a)); "
-             f"sys.exit(main(['run', {str(file)!r}]))")
+    rank1 = RANK1_SIGTERM_BEFORE_INIT[entry].replace("FILE", repr(str(file)))
     p = subprocess.run([MPIEXEC, "-n", "1", sys.executable, "-c", rank0, ":", "-n", "1", sys.executable, "-c", rank1],
                        cwd=REPO, capture_output=True, text=True, timeout=60)
     assert "rank 0 past MPI_Init" in p.stdout, p.stdout + p.stderr

@@ -24,7 +24,7 @@ import traceback
 from fractions import Fraction
 from typing import NamedTuple
 
-from a2a_compiler.cli import launcher_rank
+from a2a_compiler.cli import join_mpi_init, launcher_rank
 from a2a_compiler.errors import A2AError
 from a2a_compiler.vocabulary import versioned
 
@@ -338,6 +338,7 @@ def main(args, prog: str) -> int:
         _exit_on_interrupt(prog)
         return _main(args, prog)
     except KeyboardInterrupt:  # before the guard was up
+        join_mpi_init()
         _interrupted(prog)
 
 
