@@ -13,6 +13,7 @@ import importlib
 import os
 import re
 import sys
+import time
 
 from .errors import A2AError
 from .files import STDOUT, check_writable
@@ -126,6 +127,11 @@ def launcher_rank() -> int:
     return 0
 
 
+#: Seconds an interrupted MPI rank waits before it exits: every rank got the signal, and a launcher that
+#: sees one rank leave first kills the others (hydra then reports status 9 and a banner).
+MPI_EXIT_DELAY = 0.3
+
+
 def join_mpi_init() -> None:
     """An ``a2a run`` rank interrupted before MPI_Init still takes part in it (then ends): the other ranks wait there for
     every rank (a signal cannot end them: Python runs its handler only once MPI_Init returns), so a rank that
@@ -163,6 +169,8 @@ def main(argv: list[str] | None = None) -> int:
         lp = sys.modules.get(f"{__package__}.solve.lp")
         if "mpi4py.MPI" in sys.modules or (lp is not None and lp.solver_running()):
             sys.stdout.flush()   # other ranks may be blocked, or a solver ignored the interrupt: do not wait
+            if "mpi4py.MPI" in sys.modules:
+                time.sleep(MPI_EXIT_DELAY)
             os._exit(130)
         return 130
     finally:
@@ -215,7 +223,8 @@ def stdout_outputs(args) -> list[str]:
 
 
 def _main(argv: list[str], command: str | None) -> int:
-    parser = build_parser(command)
+    with interrupt.deferred():  # the command's imports: one cut short would leave its module half-built
+        parser = build_parser(command)
     args, extra = parser.parse_known_args(argv)
     if extra:  # argparse leaves these to the top-level parser; the command's own usage is the helpful one
         command = getattr(args, "command", None)

@@ -24,7 +24,8 @@ import traceback
 from fractions import Fraction
 from typing import NamedTuple
 
-from a2a_compiler.cli import join_mpi_init, launcher_rank
+from a2a_compiler import interrupt
+from a2a_compiler.cli import MPI_EXIT_DELAY, join_mpi_init, launcher_rank
 from a2a_compiler.errors import A2AError
 from a2a_compiler.vocabulary import versioned
 
@@ -333,9 +334,10 @@ def main(args, prog: str) -> int:
     at any moment ends each rank at once with status 130; rank 0 prints one line.
     """
     try:
-        import mpi4py.MPI  # noqa: F401  (initialises MPI before the interrupt guard)
+        with interrupt.deferred():  # a signal in mpi4py's import would leave it half-built for join_mpi_init
+            import mpi4py.MPI  # noqa: F401  (initialises MPI before the interrupt guard)
 
-        _exit_on_interrupt(prog)
+            _exit_on_interrupt(prog)
         return _main(args, prog)
     except KeyboardInterrupt:  # before the guard was up
         join_mpi_init()
@@ -352,7 +354,7 @@ def _interrupted(prog: str) -> None:
     if launcher_rank() == 0:
         print(f"{prog}: interrupted", file=sys.stderr, flush=True)
     sys.stdout.flush()
-    time.sleep(0.3)  # every rank got the signal: exit together, after rank 0 has said why
+    time.sleep(MPI_EXIT_DELAY)  # every rank got the signal: exit together, after rank 0 has said why
     os._exit(130)  # no MPI_Finalize: the other ranks may be blocked in a collective
 
 
