@@ -198,16 +198,23 @@ def check_outputs(args) -> None:
     """Before any work: every output path given can be written, is not empty (an unset shell variable), and
     is not one of the command's own input files."""
     inputs = _input_paths(args)
+    written: dict[str, str] = {}
     for key, flag in OUTPUT_OPTIONS.items():
         path = getattr(args, key, None)
         if path is None or path == STDOUT:
             continue
         if path == "":
             raise A2AError(f"{flag}: the path is empty")
+        if key == "plot" and os.path.splitext(path)[1] not in ("", ".png"):
+            raise A2AError(f"--plot {path}: plots are PNG; give a .png path")
         check_writable(path)
         same = next((i for i in inputs if os.path.exists(path) and os.path.samefile(i, path)), None)
         if same is not None:
             raise A2AError(f"{flag} {path}: that is an input of this command ({same}); write the output elsewhere")
+        real = os.path.realpath(path)
+        if real in written:
+            raise A2AError(f"{written[real]} and {flag} name the same file ({path}); give each its own")
+        written[real] = flag
 
 
 def stdout_outputs(args) -> list[str]:

@@ -107,14 +107,12 @@ def compare(topologies, fabric: Fabric | None = None, method: str = "mcf-decomp"
 def plot(comparison: Comparison, path) -> None:
     """Bar chart of each topology's Theorem 1 bound over its all-to-all time (thm1_ratio; Fig. 10, right,
     inverted so that higher is better), written atomically as PNG."""
-    import io
-
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from .files import atomic_write
+    from .files import write_png
 
     rows = comparison.rows
     fig, ax = plt.subplots(figsize=(max(4.0, 1.2 * len(rows) + 1.5), 3.6))
@@ -129,8 +127,4 @@ def plot(comparison: Comparison, path) -> None:
     ax.set_ylabel("Thm. 1 bound / all-to-all time")
     ax.set_title("optimal all-to-all time against the Theorem 1 bound of its N and degree", fontsize=9)
     ax.legend(fontsize=7, loc="lower left")
-    buf = io.BytesIO()
-    fig.tight_layout()
-    fig.savefig(buf, format="png", dpi=110, metadata={"Software": None})
-    plt.close(fig)
-    atomic_write(path, buf.getvalue())
+    write_png(fig, path)

@@ -136,6 +136,20 @@ def atomic_write(path: str | os.PathLike, data: bytes | str) -> Path:
     return path
 
 
+def write_png(fig, path: str | os.PathLike) -> Path:
+    """Save the matplotlib figure ``fig`` to ``path`` as PNG with :func:`atomic_write` (no timestamp
+    metadata, so a rerun gives the same bytes) and close it."""
+    import io
+
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buf, format="png", dpi=110, metadata={"Software": None})
+    plt.close(fig)
+    return atomic_write(path, buf.getvalue())
+
+
 def _write_into(path: Path, real: Path, mode: int, data: bytes) -> None:
     """A plain write into a character device or FIFO (never created, truncated or replaced)."""
     flags = os.O_WRONLY | getattr(os, "O_NOCTTY", 0) | (os.O_NONBLOCK if stat.S_ISFIFO(mode) else 0)

@@ -61,6 +61,13 @@ def _error(capsys, argv, code=2) -> str:
      "a2a solve: error: --host-bw / --link-bw = 1e-08 is outside 1e-6 .. 1e6, where the flow LPs lose precision"),
     (["topo", "ring:4", "--save", ""], "a2a topo: error: --save: the path is empty"),
     (["topo", "torus:3x3x3,"], "a2a topo: error: torus:3x3x3,: an empty parameter (a stray comma)"),
+    (["compare", "torus:3x3", "--plot", "{tmp}/p.pdf"], "a2a compare: error: --plot {tmp}/p.pdf: plots are PNG; give a .png path"),
+    (["routes", "fattree:4,2", "--algo", "ftree", "--lft", "{tmp}/same.x", "-o", "{tmp}/./same.x"],
+     "a2a routes: error: -o and --lft name the same file ({tmp}/same.x); give each its own"),
+    (["solve", "torus:3x3", "--mpi"], "a2a solve: error: --mpi runs on MPI ranks: launch it as 'mpiexec -n K python "
+     "-m mpi4py.futures -m a2a_compiler solve SPEC --mpi' (K-1 worker ranks; docs/solver.md)"),
+    (["solve", "torus:3x3", "--mpi", "--workers", "2"],
+     "a2a solve: error: --mpi and --workers: give one; under --mpi the MPI ranks are the workers"),
     (["solve", "hypercube:3", "--method", "tsmcf", "--steps", "1000000"],
      "a2a solve: error: hypercube:3: the tsmcf LP would have about 5.8e+08 nonzeros (8 commodity group(s) x 24 links x "
      "1000000 steps) and need about 161 GiB, over the 16 GiB limit (a2a_compiler.solve.MAX_LP_BYTES)"),

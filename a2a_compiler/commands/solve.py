@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from ..cli import command_parser
+import os
+
+from ..cli import LAUNCHER_RANK_VARS, command_parser
 from ..errors import A2AError
 from ..files import check_writable
 from ..progress import Progress
@@ -184,6 +186,11 @@ def method_options(args) -> dict:
     solver = args.solver or DEFAULT_SOLVER
     if args.workers < 1:
         raise A2AError(f"--workers must be >= 1, got {args.workers}")
+    if args.mpi and args.workers > 1:
+        raise A2AError("--mpi and --workers: give one; under --mpi the MPI ranks are the workers")
+    if args.mpi and not any(v in os.environ for v in LAUNCHER_RANK_VARS):
+        raise A2AError("--mpi runs on MPI ranks: launch it as 'mpiexec -n K python -m mpi4py.futures -m "
+                       "a2a_compiler solve SPEC --mpi' (K-1 worker ranks; docs/solver.md)")
     if m == "mcf":
         return {"solver": solver}
     if m == "mcf-decomp":

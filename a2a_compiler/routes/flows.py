@@ -7,9 +7,10 @@ them exactly like the baselines:
 * ``pmcf-disjoint``: path MCF (eqs. 21–24) over maximal link-disjoint paths;
 * ``pmcf-shortest``: path MCF over all shortest paths.
 
-``lp_time`` is the LP all-to-all time of the extracted / optimised weighted
-paths (before chunking) and ``bound`` the solver's certified lower bound on the
-link-MCF time (weak duality).
+``lp_time`` is the certified lower bound on the LP all-to-all time of the extracted /
+optimised weighted paths (before chunking; ``FlowSolution.lp_time``, as ``a2a compile``
+records it) and ``bound`` the solver's certified lower bound on the link-MCF time (weak
+duality).
 """
 
 from __future__ import annotations

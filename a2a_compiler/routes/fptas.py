@@ -172,4 +172,5 @@ def fptas(topology: Topology, fabric: Fabric | None = None, *, eps: float = DEFA
     info = {"eps": eps, "phases": phases, "stop": stop, "delta": delta, "shortest_path_time": t_sp}
     sol = finish("fptas", topology, fabric, aug, routing, ub_flow, timings, info, paths=True)
     info["certified_ratio"] = sol.a2a_time / best_bound if best_bound > 0 else None
-    return RouteSet.from_solution("fptas", topology, sol, bound=best_bound if best_bound > 0 else None, info=info)
+    return RouteSet.from_solution("fptas", topology, sol, lp_time=sol.a2a_time,
+                                  bound=best_bound if best_bound > 0 else None, info=info)

@@ -181,12 +181,12 @@ class RouteSet:
     def from_solution(cls, algo: str, topology: Topology, solution, **fields) -> "RouteSet":
         """The weighted paths of a path-carrying :class:`~a2a_compiler.solve.FlowSolution`.
 
-        ``lp_time`` defaults to the solution's own all-to-all time ``1/F`` (of its
-        weighted paths, before chunking), ``bound`` to its certified lower bound
-        ``1/upper_bound`` on the optimal (link MCF) time.
+        ``lp_time`` defaults to the solution's :attr:`~a2a_compiler.solve.FlowSolution.lp_time`, the
+        certified lower bound on its own LP's time (as ``a2a compile`` records it, so fidelities stay
+        <= 1), ``bound`` to its certified lower bound ``1/upper_bound`` on the optimal (link MCF) time.
         """
         paths = tuple(RoutedPath(p.src, p.dst, tuple(p.nodes), p.weight) for p in solution.paths)
-        fields.setdefault("lp_time", solution.a2a_time)
+        fields.setdefault("lp_time", solution.lp_time)
         fields.setdefault("bound", 1.0 / solution.upper_bound if solution.upper_bound > 0 else None)
         fields.setdefault("timings", dict(solution.timings))
         fields.setdefault("info", dict(solution.info))

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import io
-
-from a2a_compiler.files import atomic_write
+from a2a_compiler.files import write_png
 
 
 def plot_bench(result, path) -> None:
@@ -31,8 +29,4 @@ def plot_bench(result, path) -> None:
                  fontsize=9)
     ax.set_ylim(bottom=0)
     ax.legend(fontsize=7)
-    buf = io.BytesIO()
-    fig.tight_layout()
-    fig.savefig(buf, format="png", dpi=110, metadata={"Software": None})
-    plt.close(fig)
-    atomic_write(path, buf.getvalue())
+    write_png(fig, path)

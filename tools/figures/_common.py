@@ -11,7 +11,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from a2a_compiler.files import atomic_write  # noqa: E402
+from a2a_compiler.files import atomic_write, write_png  # noqa: E402
 
 
 def write_csv(path: Path, header: list[str], rows: list[list]) -> Path:
@@ -28,11 +28,3 @@ def figure(ncols: int = 1, nrows: int = 1, width: float = 5.0, height: float = 3
     """A new matplotlib figure with ``nrows x ncols`` axes."""
     return plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False)
 
-
-def save_png(fig, path: Path) -> Path:
-    """Save ``fig`` as PNG (no timestamp metadata, so reruns give the same bytes) and close it."""
-    buf = io.BytesIO()
-    fig.tight_layout()
-    fig.savefig(buf, format="png", dpi=110, metadata={"Software": None})
-    plt.close(fig)
-    return atomic_write(path, buf.getvalue())

@@ -34,7 +34,7 @@ from a2a_compiler.routes.routers import router_view
 from a2a_compiler.routes.schedule import route_schedule
 from a2a_compiler.topology.spec import from_spec
 
-from ._common import figure, save_png, write_csv
+from ._common import figure, write_csv, write_png
 
 # Table I: (description, our spec or None, paper ftree worst/avg, paper MinHop worst/avg, note)
 TABLE1 = [
@@ -119,7 +119,7 @@ def zahavi_table1(out: Path, quick: bool) -> None:
         ax.set_xlabel("average shift-stage congestion")
         ax.set_title(name, fontsize=9)
         ax.legend(fontsize=7)
-    save_png(fig, out / "zahavi-table1.png")
+    write_png(fig, out / "zahavi-table1.png")
 
 
 # ----------------------------------------------------------------- Table IV
@@ -162,7 +162,7 @@ def fatpaths_table4(out: Path, quick: bool) -> None:
         ax.set_xticks(x, [r[0] for r in rows], rotation=60, fontsize=7)
         ax.set_title(label, fontsize=9)
         ax.legend(fontsize=7)
-    save_png(fig, out / "fatpaths-table4.png")
+    write_png(fig, out / "fatpaths-table4.png")
 
 
 # ------------------------------------------------------- slimfly:5 panel
@@ -237,7 +237,7 @@ def sf5_alltoall(out: Path, quick: bool) -> None:
             ax.set_ylim(0, max(r[5] for r in sel) * 1.3)
             ax.set_title(f"{spec}: all-to-all", fontsize=9)
         ax.tick_params(axis="x", labelsize=7, rotation=30)
-    save_png(fig, out / "sf5-alltoall.png")
+    write_png(fig, out / "sf5-alltoall.png")
 
 
 FIGURES = {

@@ -35,7 +35,7 @@ from a2a_compiler.topology.spec import from_spec
 from a2a_compiler.verify.performance import program_performance
 from a2a_compiler.verify.topology_check import link_capacities
 
-from ._common import figure, save_png, write_csv
+from ._common import figure, write_csv, write_png
 
 REPO = Path(__file__).resolve().parents[2]
 #: Expert-popularity skews, none to strong.
@@ -102,7 +102,7 @@ def moe_model(out_dir: Path, quick: bool) -> None:
     axes[0][0].set_ylabel("1/F(D) / predicted time", fontsize=8)
     axes[0][-1].legend(fontsize=7, loc="lower left")
     fig.suptitle("MoE all-to-allv, cost model: fraction of the demand's MCF bound", fontsize=9)
-    save_png(fig, out_dir / "moe-model.png")
+    write_png(fig, out_dir / "moe-model.png")
 
 
 def moe(out_dir: Path, quick: bool) -> None:
@@ -151,7 +151,7 @@ def moe(out_dir: Path, quick: bool) -> None:
     axes[0][1].axhline(1.5, color="k", ls=":", lw=1)
     axes[0][0].legend(fontsize=7, loc="lower left")
     fig.suptitle("MoE all-to-allv on the testbed: bipartite:4, NIC forwarding, 20 Mbit/s, 1 MiB per unit", fontsize=9)
-    save_png(fig, out_dir / "moe.png")
+    write_png(fig, out_dir / "moe.png")
 
 
 FIGURES = {

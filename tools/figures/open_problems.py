@@ -39,7 +39,7 @@ from a2a_compiler.solve import solve
 from a2a_compiler.solve.dfmcf import deadlock_free_mcf
 from a2a_compiler.topology.spec import from_spec
 
-from ._common import figure, save_png, write_csv
+from ._common import figure, write_csv, write_png
 
 REPO = Path(__file__).resolve().parents[2]
 #: The zoo of ``pdf`` (full, quick): (spec, order families to try).
@@ -166,7 +166,7 @@ def plot_pdf(rows: list[list], specs: list[str], layers: list[int], path: Path) 
     axes[0][0].legend(fontsize=6)
     fig.suptitle("price of deadlock freedom: best routes monotone in K channel orders (dashed: 1.02; x: no "
                  "orders found)", fontsize=9)
-    save_png(fig, path)
+    write_png(fig, path)
 
 
 #: ``flows``: the torus and its fabric (10 Mbit/s links, 40 Mbit/s hosts: the paper's 25/100 Gbit/s ratio),
@@ -273,7 +273,7 @@ def flows(out_dir: Path, quick: bool) -> None:
     ax.set_ylim(0, 1.05)
     ax.set_title(f"{FLOWS_SPEC}, NIC forwarding, {FLOWS_SIZES[quick][0] >> 10} KiB shards", fontsize=9)
     ax.legend(fontsize=7)
-    save_png(fig, out_dir / "flows.png")
+    write_png(fig, out_dir / "flows.png")
 
 
 #: ``jobs``: job layouts on the torus (name -> two host lists), shard sizes (full, quick).
@@ -338,7 +338,7 @@ def jobs(out_dir: Path, quick: bool) -> None:
         ax.set_ylabel("throughput / joint rate")
         ax.set_title(f"{FLOWS_SPEC}: {case}, jobs at once", fontsize=9)
         ax.legend(fontsize=7)
-    save_png(fig, out_dir / "jobs.png")
+    write_png(fig, out_dir / "jobs.png")
 
 
 FIGURES = {

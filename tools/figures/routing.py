@@ -27,7 +27,7 @@ from a2a_compiler.solve import solve
 from a2a_compiler.topology.puncture import puncture
 from a2a_compiler.topology.spec import from_spec
 
-from ._common import figure, save_png, write_csv
+from ._common import figure, write_csv, write_png
 
 ALGOS = ["sssp", "ewsp", "ilp-disjoint", "ilp-shortest", "pmcf-disjoint", "pmcf-shortest", "mcf-extp", "fptas"]
 PAPER = {
@@ -127,7 +127,7 @@ def fig8(out_dir: Path, quick: bool) -> None:
     ax.set_title(f"runtime (ILP time limit {limit:g} s)")
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=7, ncol=2)
-    save_png(fig, out_dir / "fig8.png")
+    write_png(fig, out_dir / "fig8.png")
 
 
 def fig9(out_dir: Path, quick: bool) -> None:
@@ -145,7 +145,7 @@ def fig9(out_dir: Path, quick: bool) -> None:
     fig, axes = figure(1, 1, width=6.0, height=4.0)
     _plot_ratios(axes[0][0], rows, algos, f"arcs disabled (of {base.n_links}; seed 0)",
                  f"Fig. 9: {FIG9_SPEC}, ILP-disjoint at eps = 0.1")
-    save_png(fig, out_dir / "fig9.png")
+    write_png(fig, out_dir / "fig9.png")
 
 
 LAYER_CASES = [
@@ -181,7 +181,7 @@ def layers(out_dir: Path, quick: bool) -> None:
     ax.set_ylabel("virtual layers")
     ax.set_title("deadlock-free layers for the routes of a2a routes")
     ax.legend(fontsize=7)
-    save_png(fig, out_dir / "layers.png")
+    write_png(fig, out_dir / "layers.png")
 
 
 FIGURES = {

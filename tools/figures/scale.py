@@ -28,7 +28,7 @@ import numpy as np
 from a2a_compiler.compare import compare
 from a2a_compiler.progress import Progress
 
-from ._common import figure, save_png, write_csv
+from ._common import figure, write_csv, write_png
 
 # --------------------------------------------------------------------- Fig. 7
 #: series -> (kind, options, sizes, quick sizes, colour, marker, label)
@@ -156,7 +156,7 @@ def _solve_times(out_dir: Path, quick: bool, stem: str, series: dict, paper_poin
     ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=7)
-    save_png(fig, out_dir / f"{stem}.png")
+    write_png(fig, out_dir / f"{stem}.png")
 
 
 # -------------------------------------------------------------------- Fig. 10
@@ -226,7 +226,7 @@ def fig10(out_dir: Path, quick: bool) -> None:
     ax.set_title("Fig. 10 (right): d = 4 topologies", fontsize=9)
     ax.grid(alpha=0.3, axis="y")
     ax.legend(fontsize=7)
-    save_png(fig, out_dir / "fig10.png")
+    write_png(fig, out_dir / "fig10.png")
 
 
 FIGURES = {

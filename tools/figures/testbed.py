@@ -34,7 +34,7 @@ from a2a_compiler.topology.puncture import puncture
 from a2a_compiler.topology.spec import from_spec
 from runtimes.testbed.bench import BenchResult, bench
 
-from ._common import figure, save_png, write_csv
+from ._common import figure, write_csv, write_png
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEDULES = REPO / "schedules"
@@ -135,7 +135,7 @@ def _plot_panels(rows: list[list], path: Path, title: str, by_instance: bool = F
     axes[0][0].set_ylabel("throughput / MCF bound", fontsize=8)
     axes[0][-1].legend(fontsize=6, loc="lower right")
     fig.suptitle(title, fontsize=9)
-    save_png(fig, path)
+    write_png(fig, path)
 
 
 # ------------------------------------------------------------------ Fig. 3
@@ -265,7 +265,7 @@ def fig5(out_dir: Path, quick: bool) -> None:
         ax.set_xlabel("shard size (bytes)", fontsize=8)
     axes[0][0].set_ylabel("throughput / MCF bound (min, mean, max; x: model)", fontsize=8)
     axes[0][1].legend(fontsize=7, loc="lower right")
-    save_png(fig, out_dir / "fig5.png")
+    write_png(fig, out_dir / "fig5.png")
 
 
 # ------------------------------------------------------------------ Fig. 6
@@ -307,7 +307,7 @@ def fig6(out_dir: Path, quick: bool) -> None:
                      fontsize=9)
     axes[0][0].set_ylabel("time per 3-D FFT (s)", fontsize=8)
     axes[0][0].legend(fontsize=7)
-    save_png(fig, out_dir / "fig6.png")
+    write_png(fig, out_dir / "fig6.png")
 
 
 FIGURES = {
