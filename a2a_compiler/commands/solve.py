@@ -132,8 +132,8 @@ def register(sub) -> None:
                         "large rounds on fabrics with many equal paths (1.3x faster than pdlp on punctured "
                         "GenKautz(1000,4))")
     g.add_argument("--child", choices=["paths", "lp"], default="paths",
-                   help="mcf-decomp per-source split: exact path decomposition (default) or the paper's "
-                        "child LPs (eqs. 10-14)")
+                   help="mcf-decomp (and mcf-extp's mcf-decomp base) per-source split: exact path "
+                        "decomposition (default) or the paper's child LPs (eqs. 10-14)")
     g.add_argument("--paths", default="disjoint", metavar="SET",
                    help="pmcf candidate paths: 'disjoint' (maximal link-disjoint, default), "
                         "'shortest' (all minimum-hop paths) or 'ksp:K' (K shortest simple paths)")
