@@ -122,3 +122,9 @@ def test_static_mcf_bound_stops_the_step_search():
     mcf = solve(g, Fabric(), "mcf-decomp")
     assert sol.a2a_time == pytest.approx(mcf.a2a_time, rel=1e-7)       # 36 link-times, the MCF optimum
     assert mcf.a2a_time == pytest.approx(36, rel=1e-7)
+
+
+def test_the_solver_reported_is_the_one_auto_chose():
+    """auto: simplex up to SIMPLEX_MAX_COLUMNS LP columns (hypercube:3), interior point above (torus:3x3x3)."""
+    assert solve(from_spec("hypercube:3"), method="tsmcf").info["solver"] == "simplex"
+    assert solve(from_spec("torus:3x3x3"), method="tsmcf").info["solver"] == "ipm"

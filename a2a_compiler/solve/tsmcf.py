@@ -84,6 +84,7 @@ class _TSLPSolution:
     sink: np.ndarray     # (J, L) sunk at layer t+1 (arrived in step t)
     seconds: float
     lengths: tuple       # |duals| of the capacity rows: links (L, E), host ingress and egress (L, N) or None
+    solver: str          # the HiGHS algorithm that solved it (``auto`` resolved)
 
 
 def time_lower_bound(topology: Topology, fabric: Fabric, stats: DistanceStats | None = None,
@@ -260,6 +261,7 @@ def _ts_lp(topology: Topology, fabric: Fabric, L: int, groups: _Groups, solver: 
         sink=x[o_s:o_u].reshape(J, L),
         seconds=res.seconds,
         lengths=(links, *hosts),
+        solver=res.solver,
     )
 
 
@@ -456,7 +458,7 @@ def tsmcf(
         n_steps=L,
         step_loads=best.U.copy(),
         link_flows=flows,
-        info={"l_max": L, "diameter": diam, "distance_bound_time": bound, "decomposed": decomposed, "solver": solver,
+        info={"l_max": L, "diameter": diam, "distance_bound_time": bound, "decomposed": decomposed, "solver": best.solver,
               "symmetry": (sym or Symmetry.trivial(topology)).summary(), "objective_by_steps": tried},
         demand=demand,
     )
