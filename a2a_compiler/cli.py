@@ -133,9 +133,9 @@ MPI_EXIT_DELAY = 0.3
 
 
 def join_mpi_init() -> None:
-    """An ``a2a run`` rank interrupted before MPI_Init still takes part in it (then ends): the other ranks wait there for
-    every rank (a signal cannot end them: Python runs its handler only once MPI_Init returns), so a rank that
-    left first would hang the whole job.  Further signals are ignored until then."""
+    """An ``a2a run`` rank interrupted before MPI_Init still takes part in it (then ends): the other ranks
+    wait there for every rank (a signal cannot end them: Python runs its handler only once MPI_Init
+    returns), so a rank that left first would hang the whole job.  Further signals are ignored until then."""
     import signal
 
     from .interrupt import SIGNALS
@@ -185,9 +185,11 @@ INPUT_OPTIONS = ("files", "file", "from_ir", "demand", "jobs", "schedule", "lft_
 
 
 def _input_paths(args) -> list[str]:
+    """The existing files ``args`` reads (a spec's ``file:`` or ``ibnet:`` path included)."""
     paths = []
     for key in INPUT_OPTIONS:
-        for value in (lambda v: v if isinstance(v, list) else [v])(getattr(args, key, None)):
+        values = getattr(args, key, None)
+        for value in values if isinstance(values, list) else [values]:
             if isinstance(value, str) and value:
                 family, _, rest = value.partition(":")
                 paths.append(rest if key.startswith("spec") and family in ("file", "ibnet") else value)
@@ -195,8 +197,8 @@ def _input_paths(args) -> list[str]:
 
 
 def check_outputs(args) -> None:
-    """Before any work: every output path given can be written, is not empty (an unset shell variable), and
-    is not one of the command's own input files."""
+    """Before any work: every output path given can be written, is not empty (an unset shell variable), is
+    not one of the command's own input files nor another output's file, and a plot's name says PNG."""
     inputs = _input_paths(args)
     written: dict[str, str] = {}
     for key, flag in OUTPUT_OPTIONS.items():

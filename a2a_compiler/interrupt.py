@@ -53,9 +53,9 @@ def _unraisable(hook):
 
 
 def catch() -> dict:
-    """Make each of :data:`SIGNALS` not ignored raise :class:`Interrupted` (echoes excepted); returns what it replaced, for
-    :func:`restore`.  Off the main thread (where Python cannot set handlers) nothing changes.  A forked
-    helper that inherits the handler (pyroute2 forks) just exits, with status 128 + the signal."""
+    """Make each of :data:`SIGNALS` not ignored raise :class:`Interrupted` (echoes excepted); returns what it
+    replaced, for :func:`restore`.  Off the main thread (where Python cannot set handlers) nothing changes.
+    A forked helper that inherits the handler (pyroute2 forks) just exits, with status 128 + the signal."""
     global pending
     if threading.current_thread() is not threading.main_thread():
         return {}

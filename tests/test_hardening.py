@@ -75,12 +75,14 @@ def _error(capsys, argv, code=2) -> str:
      "a2a schedule: error: 100000 chunks per shard x 702 shards is over 4194304 chunks "
      "(a2a_compiler.chunk.chunking.MAX_CHUNKS_TOTAL); use at most 5974"),
     (["topo", "file:{tmp}/huge.json"],
-     "a2a topo: error: {tmp}/huge.json: 1000000000 nodes, over the limit of 100000 (a2a_compiler.topology.model.MAX_NODES)"),
+     "a2a topo: error: {tmp}/huge.json: 1000000000 nodes, over the limit of 100000 "
+     "(a2a_compiler.topology.model.MAX_NODES)"),
     (["routes", "torus:3x3x3", "--algo", "fptas", "--eps", "1e-3"],
      "a2a routes: error: fptas: --eps 0.001 is too small for 162 links: the initial length δ = (m/(1-ε))^(-1/ε) = "
      "e^-5089 underflows; use --eps 0.0079 or more"),
     (["verify", "{tmp}/file", "--junit", "{tmp}/file"],
-     "a2a verify: error: --junit {tmp}/file: that is an input of this command ({tmp}/file); write the output elsewhere"),
+     "a2a verify: error: --junit {tmp}/file: that is an input of this command ({tmp}/file); write the output "
+     "elsewhere"),
     (["compile", "ring:4", "--emit", "msccl", "--demand", "{tmp}/file", "-o", "{tmp}/./file"],
      "a2a compile: error: -o {tmp}/./file: that is an input of this command ({tmp}/file); write the output elsewhere"),
     (["topo", "file:{tmp}/file", "--save", "{tmp}/file"],
