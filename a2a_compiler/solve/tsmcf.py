@@ -293,6 +293,7 @@ def _expand(sol: _TSLPSolution, symmetry: Symmetry) -> _TSLPSolution:
         sink=sink[s[s != v], :, v[s != v]],
         seconds=sol.seconds,
         lengths=sol.lengths,
+        solver=sol.solver,
     )
 
 
