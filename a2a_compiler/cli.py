@@ -15,9 +15,9 @@ import re
 import sys
 import time
 
+from . import interrupt
 from .errors import A2AError
 from .files import STDOUT, check_writable
-from . import interrupt
 
 #: Subcommand modules in pipeline order.
 COMMANDS = ["topo", "demand", "solve", "routes", "compare", "schedule", "compile", "verify", "run", "testbed", "demo"]
@@ -127,6 +127,11 @@ def launcher_rank() -> int:
     return 0
 
 
+def under_launcher() -> bool:
+    """Whether an MPI launcher started this process (it set one of :data:`LAUNCHER_RANK_VARS`)."""
+    return any(v in os.environ for v in LAUNCHER_RANK_VARS)
+
+
 #: Seconds an interrupted MPI rank waits before it exits: every rank got the signal, and a launcher that
 #: sees one rank leave first kills the others (hydra then reports status 9 and a banner).
 MPI_EXIT_DELAY = 0.3
@@ -138,9 +143,7 @@ def join_mpi_init() -> None:
     returns), so a rank that left first would hang the whole job.  Further signals are ignored until then."""
     import signal
 
-    from .interrupt import SIGNALS
-
-    for s in SIGNALS:
+    for s in interrupt.SIGNALS:
         signal.signal(s, signal.SIG_IGN)
     with contextlib.suppress(Exception):
         import mpi4py.MPI  # noqa: F401
@@ -164,12 +167,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         if launcher_rank() == 0:
             print(f"a2a{' ' + command if command else ''}: interrupted", file=sys.stderr, flush=True)
-        if command == "run" and any(v in os.environ for v in LAUNCHER_RANK_VARS) and "mpi4py.MPI" not in sys.modules:
+        if command == "run" and under_launcher() and "mpi4py.MPI" not in sys.modules:
             join_mpi_init()
+        mpi = "mpi4py.MPI" in sys.modules
         lp = sys.modules.get(f"{__package__}.solve.lp")
-        if "mpi4py.MPI" in sys.modules or (lp is not None and lp.solver_running()):
+        if mpi or (lp is not None and lp.solver_running()):
             sys.stdout.flush()   # other ranks may be blocked, or a solver ignored the interrupt: do not wait
-            if "mpi4py.MPI" in sys.modules:
+            if mpi:
                 time.sleep(MPI_EXIT_DELAY)
             os._exit(130)
         return 130

@@ -64,10 +64,9 @@ def catch() -> dict:
         pending = None
 
     def handler(signum, frame):
-        global pending, _last
+        global pending, _last, _held
         if os.getpid() != owner:
             os._exit(128 + signum)
-        global _held
         now = time.monotonic()
         if pending is not None and now - _last < ECHO:
             return
@@ -96,9 +95,9 @@ def restore(old: dict) -> None:
 
 @contextlib.contextmanager
 def deferred():
-    """Hold the signals that arrive in the body, and raise the last one when it ends: for short library calls
-    that an exception would leave broken, such as pyroute2's netlink calls, whose event loop then spills
-    tracebacks ("aclose(): asynchronous generator is already running") when it is closed."""
+    """Hold the signals that arrive in the body, and raise the last one when it ends: for short work that an
+    exception would leave broken, such as imports (a half-built module breaks the way out) and pyroute2's
+    netlink calls (its event loop then spills asyncio tracebacks when it is closed)."""
     global _deferring, _held
     _deferring += 1
     try:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
-
-from ..cli import LAUNCHER_RANK_VARS, command_parser
+from ..cli import command_parser, under_launcher
 from ..errors import A2AError
 from ..files import check_writable
 from ..progress import Progress
@@ -188,7 +186,7 @@ def method_options(args) -> dict:
         raise A2AError(f"--workers must be >= 1, got {args.workers}")
     if args.mpi and args.workers > 1:
         raise A2AError("--mpi and --workers: give one; under --mpi the MPI ranks are the workers")
-    if args.mpi and not any(v in os.environ for v in LAUNCHER_RANK_VARS):
+    if args.mpi and not under_launcher():
         raise A2AError("--mpi runs on MPI ranks: launch it as 'mpiexec -n K python -m mpi4py.futures -m "
                        "a2a_compiler solve SPEC --mpi' (K-1 worker ranks; docs/solver.md)")
     if m == "mcf":
