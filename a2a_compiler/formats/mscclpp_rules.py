@@ -10,7 +10,8 @@ operation names at most 8 channels (``MAX_CHANNEL_PER_OPERATION``), 10 buffers
 The loader reads ``gpus[rank]`` and requires its ``id`` to be ``rank``; channels
 pair in order per peer (the k-th to the k-th, memory channels before port
 channels, so two ranks must list the same number of memory channels to each other
-when they also share port channels).  Each family below records errors in a
+when they also share port channels).  A ``flush`` flushes port channel ``channel_ids[i]`` for
+each ``dst_buff`` entry ``i`` only (:func:`check_flush`).  Each family below records errors in a
 :class:`~a2a_compiler.formats.msccl_rules.Findings`.
 """
 
@@ -155,6 +156,8 @@ def _check_op(op: Op, w: str, chans: Counter, refs: Counter, sizes: dict, nsem: 
     if op.name == "barrier" and (op.barrier_id is None or not 0 <= op.barrier_id < MAX_DEVICE_SYNCERS
                                  or not op.num_threadblocks or op.num_threadblocks < 1):
         f.error(f"{w}: barrier needs barrier_id in 0..{MAX_DEVICE_SYNCERS - 1} and num_threadblocks >= 1", True)
+    if op.name == "flush":
+        check_flush(op, w, refs, sizes, f)
     if op.name in DATA_OPS:
         remote_src, remote_dst = op.name == "get", op.name in ("put", "pws", "pwsf")
         if not op.src or len(op.src) != len(op.dst):
@@ -177,6 +180,33 @@ def _check_op(op: Op, w: str, chans: Counter, refs: Counter, sizes: dict, nsem: 
         for a, b in zip(op.src, op.dst):
             if a.size != b.size:
                 f.error(f"{w}: {op.name} moves {a.size} chunk(s) into {b.size}", True)
+
+
+def check_flush(op: Op, w: str, refs: Counter, sizes: dict, f: Findings) -> None:
+    """A ``flush`` waits on port channel ``channel_ids[i]`` for each ``dst_buff`` entry ``i``: the loader sets
+    ``nOutputs`` from ``dst_buff`` alone (microsoft/mscclpp ``src/core/executor/execution_plan.cc`` l.550-551)
+    and ``handleFlush`` loops over it, indexing port channels whatever ``channel_type`` says
+    (``src/core/include/execution_kernel.hpp`` l.120-127).  The loader reads each entry as a put's
+    destination: ``index``, ``size`` and a local ``type`` or a ``buffer_id`` among the threadblock's port
+    remote buffers (l.552-578).  Without an entry per channel a flush is (partly) a no-op: a warning, the
+    simulation (:func:`~a2a_compiler.verify.simulate.simulate_mscclpp`) reports the race it leaves."""
+    ids = op.channel_ids or ()
+    if op.channel_type != "port":
+        f.error(f"{w}: flush on {op.channel_type} channels; the executor flushes port channels only", True)
+    if len(op.dst) > len(ids):
+        f.error(f"{w}: flush has {len(op.dst)} dst_buff entries for {len(ids)} channel_ids; the executor flushes "
+                f"channel_ids[i] for each entry i (execution_kernel.hpp l.120-127)", True)
+    elif len(op.dst) < len(ids):
+        f.warn(f"{w}: flush of port channels {list(ids)} has {len(op.dst)} dst_buff entries, so it flushes only "
+               f"{list(ids[:len(op.dst)]) or 'nothing'}: the executor flushes one channel per dst_buff entry "
+               f"(execution_plan.cc l.550-551, execution_kernel.hpp l.120-127)")
+    for b in op.dst:
+        if b.buffer_id is not None:
+            if not 0 <= b.buffer_id < refs["port"]:
+                f.error(f"{w}: flush dst_buff buffer_id {b.buffer_id} outside the threadblock's {refs['port']} port "
+                        f"remote buffers", True)
+        elif b.type not in BUFFERS or b.index < 0 or b.size < 0 or b.index + b.size > sizes[b.type]:
+            f.error(f"{w}: flush dst_buff needs a buffer_id or a type i, o or s with index and size inside it", True)
 
 
 def check_pairing(p: MscclppProgram, f: Findings) -> None:

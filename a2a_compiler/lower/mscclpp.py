@@ -11,14 +11,21 @@ Layout of rank ``v`` (docs/formats.md):
   said it may (``rlxwait``), for each schedule step it waits for the chunks it relays to
   have arrived, ``put`` s the step's runs into ``w``'s scratch (relayed chunks) or output
   (delivered ones), up to 8 per operation, and signals the threadblocks of ``w`` that will
-  relay them; at the end it signals the sink of ``w``.
+  relay them; at the end it signals the sink of ``w`` and, over port channels, flushes every
+  channel it put on.
 
 Every signal has its own connection, one per (producer threadblock, consumer
 threadblock): a producer signals a consumer after each of its steps whose chunks the
-consumer relays first, and the consumer waits once for each, so counts always match.  Ranks on one node (``nodes``) use memory
-channels, across nodes port channels (proxy-driven, so a put is flushed before a signal on
-another connection).  ``nop`` s (``__syncthreads``) separate the threads copying data from
-the thread that signals, and a wait from the copy that reads its data.
+consumer relays first, and the consumer waits once for each, so counts always match.  Ranks on
+one node (``nodes``) use memory channels, across nodes port channels.  A port put is work for
+the rank's proxy, and the executor orders it only on its own connection (one IB queue pair per
+channel; :func:`~a2a_compiler.verify.simulate.simulate_mscclpp` cites the rules): so a relayed
+chunk is put on the very connection whose signal tells its relay it arrived, a delivered one on
+the sink's, whose final signal the sink waits for, and each sender ends with an effective
+``flush`` (a ``dst_buff`` entry per channel) of the channels it put on, as the kernel's end does
+not wait for the proxy and the next launch reuses the buffers its puts read.  ``nop`` s
+(``__syncthreads``) separate the threads copying data from the thread that signals, and a wait
+from the copy that reads its data.
 """
 
 from __future__ import annotations
@@ -42,9 +49,13 @@ def lower_mscclpp(schedule: LinkSchedule, *, name: str | None = None, nodes=None
     ``nodes[r]``: the node (server) of rank ``r`` (default: each rank its own); ranks of one node
     share memory channels, others port channels
     (:func:`~a2a_compiler.topology.switched.host_nodes`).  Raises :class:`A2AError`, one line
-    naming the limit, when a threadblock would exceed the executor's operations or channels.
+    naming the limit, when a threadblock would exceed the executor's operations or channels, or when a
+    demand gives the pairs different chunk counts (the plan's layout is the all-to-all's).
     """
     pl = place(schedule, lanes=1)
+    if (pl.counts != pl.chunks_per_shard).any():
+        raise A2AError("an MSCCL++ plan here is a plain all-to-all (every pair the same chunks); this demand is "
+                       "unbalanced: compile it with --emit msccl, oneccl or mpi")
     node = list(range(schedule.n_ranks)) if nodes is None else [int(x) for x in nodes]
     n, C = pl.n_ranks, pl.chunks_per_shard
     kind = {}
@@ -53,6 +64,7 @@ def lower_mscclpp(schedule: LinkSchedule, *, name: str | None = None, nodes=None
         runs[(r.src, r.dst)].append(r)
         kind[(r.src, r.dst)] = kind[(r.dst, r.src)] = "memory" if node[r.src] == node[r.dst] else "port"
     by_id = {r.id: r for r in pl.runs}
+    relay = {(r.src, x): r.dst for r in pl.runs if r.srcbuf == "s" for x in range(r.srcoff, r.srcoff + r.cnt)}
     outs = {v: sorted(w for (u, w) in runs if u == v) for v in range(n)}
     ins = {v: sorted(u for (u, w) in runs if w == v) for v in range(n)}
     # need[(u, v, w)]: (step t, step s) when v's sender to w, at step t, first needs what u put into v up to
@@ -90,7 +102,7 @@ def lower_mscclpp(schedule: LinkSchedule, *, name: str | None = None, nodes=None
         tbs = [_sink(v, n, C, ins[v], kind, index)]
         remote = []
         for w in outs[v]:
-            tbs.append(_sender(v, w, len(tbs), runs[(v, w)], need, ins[v], outs[w], kind, index, remote))
+            tbs.append(_sender(v, w, len(tbs), runs[(v, w)], need, ins[v], outs[w], kind, index, remote, relay))
         gpus.append(Gpu(v, n * C, n * C, pl.scratch[v], tuple(tbs), channels[v], tuple(remote), ()))
     return MscclppProgram(program_name(schedule, name), "alltoall", "Simple", False, tuple(gpus),
                           record=record_of(schedule))
@@ -163,8 +175,20 @@ def _remote(b: _Block, remote: list, w: int, buf: str, kind: str) -> int:
     return b.bufs[kind].index(gid)
 
 
+def _segments(r, relay: dict) -> list[tuple[int, int, int | None]]:
+    """Run ``r`` cut into ``(offset, count, x)``: chunks its receiver relays to ``x`` (None: delivered)."""
+    out: list[list] = []
+    for k in range(r.cnt):
+        x = relay.get((r.dst, r.dstoff + k)) if r.dstbuf == "s" else None
+        if out and out[-1][2] == x:
+            out[-1][1] += 1
+        else:
+            out.append([k, 1, x])
+    return [tuple(seg) for seg in out]
+
+
 def _sender(v: int, w: int, tb: int, runs: list, need: dict, ins: list[int], downstream: list[int], kind: dict,
-            index: dict, remote: list) -> ThreadBlock:
+            index: dict, remote: list, relay: dict) -> ThreadBlock:
     b = _Block(v, tb, index)
     out = kind[(v, w)]
     sink = ("sink", v, w, -1)
@@ -180,6 +204,7 @@ def _sender(v: int, w: int, tb: int, runs: list, need: dict, ins: list[int], dow
     steps: dict[int, list] = defaultdict(list)
     for r in runs:
         steps[r.step].append(r)
+    flush: dict = {}                                # port connection -> the last destination put on it
     for t, lst in sorted(steps.items()):
         for k in ("memory", "port"):
             conns = [c for c in waits.get(t, ()) if kind[(c[1], v)] == k]
@@ -187,17 +212,26 @@ def _sender(v: int, w: int, tb: int, runs: list, need: dict, ins: list[int], dow
                 b.sync("wait", k, conns)
         if waits.get(t):
             b.nop()
-        pairs = [(BuffRef(r.srcbuf, None, r.srcoff, r.cnt),
-                  BuffRef(None, _remote(b, remote, w, r.dstbuf, out), r.dstoff, r.cnt)) for r in lst]
+        pairs = []                                  # (source, destination, connection)
+        for r in lst:
+            buf = _remote(b, remote, w, r.dstbuf, out)
+            for off, cnt, x in (_segments(r, relay) if out == "port" else [(0, r.cnt, None)]):
+                conn = sink if x is None else ("feed", v, w, x)
+                pairs.append((BuffRef(r.srcbuf, None, r.srcoff + off, cnt), BuffRef(None, buf, r.dstoff + off, cnt),
+                              conn))
         for a in range(0, len(pairs), MAX_CHANNEL_PER_OPERATION):
             part = pairs[a:a + MAX_CHANNEL_PER_OPERATION]
-            ids = tuple(b.chan(out, sink) for _ in part) if out == "port" else None
-            b.ops.append(Op("put", tuple(x for x, _ in part), tuple(y for _, y in part), out, ids))
+            ids = tuple(b.chan(out, c) for _, _, c in part) if out == "port" else None
+            b.ops.append(Op("put", tuple(x for x, _, _ in part), tuple(y for _, y, _ in part), out, ids))
+            flush.update((c, y) for _, y, c in part)
         if signals.get(t):
             b.nop()
-            if out == "port":
-                b.sync("flush", out, [sink])
             b.sync("signal", out, signals[t])
     b.nop()
     b.sync("signal", out, [sink])
+    if out == "port":   # an effective flush: one dst_buff entry per channel (the last destination put on it)
+        conns = sorted(flush, key=lambda c: b.chan(out, c))
+        for a in range(0, len(conns), MAX_CHANNEL_PER_OPERATION):
+            part = conns[a:a + MAX_CHANNEL_PER_OPERATION]
+            b.ops.append(Op("flush", (), tuple(flush[c] for c in part), out, tuple(b.chan(out, c) for c in part)))
     return b.finish()

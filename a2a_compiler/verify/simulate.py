@@ -430,32 +430,101 @@ def check_paths(p: MpiPathProgram) -> Trace:
 
 # -------------------------------------------------------------------- MSCCL++
 
+#: Port-channel transports: the executor connects two ranks' port channels over InfiniBand when they
+#: are in different IPC domains (nodes), else over CUDA IPC (``executor.cc`` l.298-300).
+TRANSPORTS = ("ib", "cudaipc")
+#: The executor's rules a race breaks, as the messages cite them (microsoft/mscclpp 1f5f065d).
+RULE_FLUSH = ("a flush completes only the channels of its dst_buff entries: execution_plan.cc l.550-551, "
+              "execution_kernel.hpp l.120-127")
+RULE_CONNECTION = ("on InfiniBand a signal orders only the earlier puts of its own connection, one queue pair per "
+                   "channel: executor.cc l.287-313, port_channel.cc l.117-154, connection.cc l.399-449")
+RULE_PROXY = ("a port put completes at a flush of its channel, or for its peer at a wait on a later signal of its "
+              "connection; the kernel's end does not wait for the proxy: executor.cc l.548-563")
+
+
+class _At:
+    """An operation of entity ``e`` (a threadblock ``(rank, tb)`` or a rank's caller ``(rank, -1)``), the
+    ``k``-th the entity ran; ordered before another entity once that one's clock counts past ``k``."""
+
+    __slots__ = ("e", "k", "launch", "label")
+
+    def __init__(self, e, k, launch, label):
+        self.e, self.k, self.launch, self.label = e, k, launch, label
+
+    def __str__(self):
+        who = f"the caller of gpu {self.e[0]}" if self.e[1] < 0 else f"gpu {self.e[0]} tb {self.e[1]} op {self.label}"
+        return who + (f" (launch {self.launch + 1})" if self.launch else "")
+
+
+class _ProxyPut:
+    """A port put: the proxy reads its source and writes its destination some time after ``push`` (the
+    put operation) and before the events in ``done`` (flushes and signals that complete it)."""
+
+    __slots__ = ("push", "pair", "src", "done", "noop_flush", "signalled", "other_signal", "reported")
+
+    def __init__(self, push: _At, pair, src: str):
+        self.push, self.pair, self.src, self.done = push, pair, src, []
+        self.noop_flush = self.signalled = self.other_signal = self.reported = False
+
+    def __str__(self):
+        return f"the port put of {self.push}"
+
 
 class _PlanSlot:
-    __slots__ = ("value", "writer", "readers", "move", "pending")
+    __slots__ = ("value", "writer", "readers", "move")
 
     def __init__(self, value=None):
-        self.value, self.writer, self.readers, self.move, self.pending = value, None, [], -1, None
+        self.value, self.writer, self.readers, self.move = value, None, [], -1
 
 
-def simulate_mscclpp(p: MscclppProgram) -> Trace:
-    """Execute an MSCCL++ plan symbolically (docs/formats.md, "MSCCL++ execution plans").
+def simulate_mscclpp(p: MscclppProgram, transport: str | None = None, nodes=None) -> Trace:
+    """Execute an MSCCL++ plan symbolically, twice in a row, as microsoft/mscclpp's executor runs it
+    (docs/formats.md, "MSCCL++ execution plans"; docs/msccl.md, "Ordering").
 
-    Assumes :func:`~a2a_compiler.formats.mscclpp_rules.check_rules` found it sound.  Every
-    threadblock runs its operations in order (a ``pipeline``'s inner operations once, over their
-    whole range).  A ``signal`` on a channel adds one to the peer's end of that connection and a
-    ``wait`` takes one, blocking while there is none; ``sem_release`` / ``sem_acquire`` do the same
-    on a GPU's device semaphores, ``barrier`` blocks until ``num_threadblocks`` arrive.  A memory
-    channel ``put`` writes the peer's buffer at once; a port channel ``put`` completes at the next
-    ``signal`` or ``flush`` of the same threadblock on the same channel (until then its data must
-    not be read).  Happens-before follows program order, signal -> wait (not the relaxed
-    ``rlxsignal`` / ``rlxwait``), release -> acquire and barriers, by vector clocks: every read of
-    data another threadblock wrote, and every overwrite of data another read, must be ordered after
-    it.  At the end each rank's output (the input buffer of an in-place plan) must be the
-    all-to-all transpose; threadblocks that cannot go on are reported as a deadlock.
+    Assumes :func:`~a2a_compiler.formats.mscclpp_rules.check_rules` found it sound.  Every threadblock
+    runs its operations in order (a ``pipeline``'s inner operations once, over their whole range).  A
+    ``signal`` adds one to the peer's end of its connection and a ``wait`` takes one, blocking while there
+    is none; ``sem_release`` / ``sem_acquire`` do the same on a GPU's device semaphores, ``barrier`` blocks
+    until ``num_threadblocks`` arrive.  Happens-before, by vector clocks, follows program order, signal ->
+    wait, release -> acquire and barriers.  A memory channel's ``rlxsignal`` -> ``rlxwait`` orders only a
+    later write after the accesses before it (no data is published: ``execution_kernel.hpp`` l.88-95,
+    l.107-113); on port channels both are the plain ``signal`` / ``wait`` (l.96-98, l.115-117), and a
+    memory-channel ``pws`` / ``pwsf`` signals nothing (``handlePut``, l.157-167).
+
+    A memory-channel ``put`` writes the peer's buffer at once.  A port-channel ``put`` only queues work
+    for the rank's proxy, which reads the source and writes the destination later (:class:`_ProxyPut`):
+
+    * a ``flush`` waits until channel ``channel_ids[i]`` has completed its work for each ``dst_buff``
+      entry ``i`` only (the loader sets ``nOutputs`` from ``dst_buff``, ``execution_plan.cc`` l.550-551;
+      ``handleFlush`` loops over it, ``execution_kernel.hpp`` l.120-127): without ``dst_buff`` it waits
+      for nothing;
+    * every channel entry is its own connection (one IB queue pair; ``executor.cc`` l.287-313), and a
+      ``signal`` follows only the earlier puts of its own connection (the proxy posts both on that
+      connection, ``port_channel.cc`` l.117-154; ``connection.cc`` l.399-449): the peer that waits on it
+      may read them, nothing else;
+    * ``transport``: ``"ib"`` (every port channel over InfiniBand), ``"cudaipc"`` (over CUDA IPC, as
+      NVIDIA builds run it: every connection of a rank copies on one stream, ``connection.cc`` l.124-131,
+      so a signal or flush on any port channel of the rank orders all its earlier puts; ROCm builds give
+      each connection its own stream and order as IB does), or None: by ``nodes[r]``, the node of rank
+      ``r``, IB between nodes and CUDA IPC inside one, as the executor chooses; without ``nodes``, IB
+      (the conservative reading: it orders least).
+
+    The kernel's end does not wait for the proxy (``Executor::execute`` launches and returns,
+    ``executor.cc`` l.548-563): at the end of a rank's kernel its caller reads the output and may
+    overwrite the input, so every write into the output must be ordered before the end (a final
+    ``wait``), and every port put of the rank flushed; then the plan runs again on the same scratch
+    and output, and a second launch's write into a buffer an earlier launch may still read or write is
+    a race too.  Every read of data another threadblock (or the proxy) wrote, and every overwrite of
+    data another read or wrote, must be ordered after it; each race is reported once, naming the
+    access, the buffer range, the other access and the rule.  At the end each rank's output (the
+    input buffer of an in-place plan) must be the all-to-all transpose, and no signal may be left
+    unconsumed (a later launch's wait would pass early); threadblocks that cannot go on are reported as
+    a deadlock.  Only the first launch's moves are kept for the performance model.
     """
     from ..formats.mscclpp import resolve
 
+    if transport is not None and transport not in TRANSPORTS:
+        raise ValueError(f"transport {transport!r} is not one of {', '.join(TRANSPORTS)}")
     n = p.nranks
     c = p.chunks_per_shard
     trace = Trace(chunks_per_shard=c)
@@ -463,68 +532,133 @@ def simulate_mscclpp(p: MscclppProgram) -> Trace:
     inputs = _inputs(layout_counts(n, c))
     bufs = [{"i": [_PlanSlot(v) for v in inputs[g.id]], "o": [_PlanSlot() for _ in range(n * c)],
              "s": [_PlanSlot() for _ in range(g.scratch_chunks)]} for g in p.gpus]
-    ents = [(g.id, tb.id) for g in p.gpus for tb in sorted(g.threadblocks, key=lambda t: t.id)]
+    tbs = {(g.id, tb.id): tb for g in p.gpus for tb in sorted(g.threadblocks, key=lambda t: t.id)}
+    ents = list(tbs) + [(g.id, -1) for g in p.gpus]
     index = {e: k for k, e in enumerate(ents)}
-    tbs = {(g.id, tb.id): tb for g in p.gpus for tb in g.threadblocks}
     ops = {e: [o for op in tb.ops for o in (op.ops if op.name == "pipeline" else (op,))] for e, tb in tbs.items()}
     labels = {e: [f"{i}.{j}" if op.name == "pipeline" else str(i) for i, op in enumerate(tb.ops)
                   for j in (range(len(op.ops)) if op.name == "pipeline" else (0,))] for e, tb in tbs.items()}
-    pc = dict.fromkeys(ents, 0)
-    clock = {e: np.zeros(len(ents), dtype=np.int64) for e in ents}
-    signals: dict = defaultdict(deque)    # (pair, from rank) -> snapshots (None: relaxed)
-    sems = {(g.id, s): deque([None] * v) for g in p.gpus for s, v in enumerate(g.semaphores)}
-    arrived: dict = defaultdict(set)      # (rank, barrier id) -> entities waiting there
-    released: set = set()                 # entities let through their current barrier
-    pending: dict = defaultdict(list)     # (entity, pair) -> slots of port puts not yet complete
+    by_rank = defaultdict(list)
+    for e in tbs:
+        by_rank[e[0]].append(e)
+    pos = dict.fromkeys(tbs, 0)            # index into ops, then END, twice: launch = pos // (len(ops) + 1)
+    count = dict.fromkeys(ents, 0)         # operations each entity ran (its own clock entry)
+    clock = {e: np.zeros(len(ents), dtype=np.int64) for e in ents}    # happens-before
+    wclock = {e: np.zeros(len(ents), dtype=np.int64) for e in ents}   # plus relaxed signals (write-after only)
+    signals: dict = defaultdict(deque)     # (pair, from rank) -> (clock or None when relaxed, wclock)
+    sems = {(g.id, s): deque([(None, None, ())] * v) for g in p.gpus for s, v in enumerate(g.semaphores)}
+    arrived: dict = defaultdict(set)       # (rank, barrier id) -> entities waiting there
+    released: set = set()                  # entities let through their current barrier
+    pending: dict = defaultdict(list)      # (rank, pair) -> its port puts
     last_move: dict = {}
     out_buf = "i" if p.inplace else "o"
+    outputs: dict = {}                     # rank -> its output as the caller saw it after launch 1
+    seen: set = set()                      # races reported (once per pair of accesses and buffer)
+    first = [0]                            # races in the first launch: the second is checked only without any
 
-    def where(e):
-        return f"gpu {e[0]} tb {e[1]} op {labels[e][pc[e]] if pc[e] < len(labels[e]) else pc[e]}"
+    def ipc(pair) -> bool:
+        if transport is not None:
+            return transport == "cudaipc"
+        return nodes is not None and nodes[pair[1]] == nodes[pair[2]]
 
-    def ordered(e, who) -> bool:
-        return who[0] == e or clock[e][index[who[0]]] > who[1]
+    def launch(e) -> int:
+        return pos[e] // (len(ops[e]) + 1)
 
-    def read(e, rank, buf, lo, size):
+    def op_at(e):
+        k = pos[e] % (len(ops[e]) + 1)
+        return None if k == len(ops[e]) else ops[e][k]
+
+    def event(e) -> _At:
+        k = pos[e] % (len(ops[e]) + 1)
+        return _At(e, count[e], launch(e), labels[e][k] if k < len(ops[e]) else "end")
+
+    def ordered(x, acc, weak=False) -> bool:
+        if isinstance(acc, _ProxyPut):
+            return any(ordered(x, d, weak) for d in acc.done)
+        return acc.e == x or (wclock if weak else clock)[x][index[acc.e]] > acc.k
+
+    def why(x, other) -> str:
+        if isinstance(other, _ProxyPut) and ordered(x, other.push):
+            if other.noop_flush:
+                return f"the put was issued before it, but its flush has no dst_buff entry for the channel ({RULE_FLUSH})"
+            if other.signalled:
+                return f"the put was issued before it, and signalled on its connection, but no wait on that signal is " \
+                       f"ordered before it ({RULE_PROXY})"
+            if other.other_signal:
+                return f"the put was issued before it, but only signalled on another connection ({RULE_CONNECTION})"
+            return f"the put was issued before it but has not completed ({RULE_PROXY})"
+        return "with no signal/wait, semaphore or barrier ordering the two"
+
+    def race(acc, verb, rank, buf, xs, other, rel) -> None:
+        at = acc.push if isinstance(acc, _ProxyPut) else acc
+        was = other.push if isinstance(other, _ProxyPut) else other
+        key = (str(acc).replace(" (launch 2)", ""), str(other).replace(" (launch 2)", ""), at.launch == was.launch,
+               rank, buf, xs[0], xs[-1])
+        if key in seen or (isinstance(other, _ProxyPut) and other.reported) or (at.launch and first[0]):
+            return
+        seen.add(key)
+        first[0] += not at.launch
+        rng = f"{buf}[{xs[0]}]" if len(xs) == 1 else f"{buf}[{xs[0]}..{xs[-1]}]"
+        if at.e[1] < 0:
+            head = f"gpu {at.e[0]}: the kernel{' (launch 2)' if at.launch else ''} ends and its caller {verb} {rng}"
+        else:
+            head = f"{acc}: {verb} {rng} of gpu {rank}"
+        trace.error(f"{head} {rel} {other}, {why(at.e, other)} (race)")
+
+    def check(acc, verb, rank, buf, lo, size, strong):
+        """Accesses of ``bufs[rank][buf][lo:lo+size]`` that ``acc`` is not ordered after, reported by range."""
+        bad: dict = {}
+        x = acc.push.e if isinstance(acc, _ProxyPut) else acc.e
+        for i in range(lo, lo + size):
+            slot = bufs[rank][buf][i]
+            others = [slot.writer] if slot.writer is not None else []
+            if not strong:
+                others += slot.readers
+            for o in others:
+                if not ordered(x, o, weak=not strong):
+                    bad.setdefault(id(o), (o, "written by" if o is slot.writer else "read by", []))[2].append(i)
+                    break
+        for o, rel, xs in bad.values():
+            for run in _runs(xs):
+                race(acc, verb, rank, buf, run, o, rel)
+
+    def read(ev, rank, buf, lo, size):
+        check(ev, "reads", rank, buf, lo, size, strong=True)
         vals, moves = [], []
-        for x in range(lo, lo + size):
-            slot = bufs[rank][buf][x]
-            if slot.value is None:
-                trace.error(f"{where(e)}: reads unwritten chunk {buf}[{x}] of gpu {rank}")
-            elif slot.pending is not None:
-                trace.error(f"{where(e)}: reads {buf}[{x}] of gpu {rank} before the port put of gpu "
-                            f"{slot.pending[0]} tb {slot.pending[1]} that writes it is flushed or signalled")
-            elif slot.writer is not None and not ordered(e, slot.writer):
-                w = slot.writer[0]
-                trace.error(f"{where(e)}: reads {buf}[{x}] of gpu {rank} written by gpu {w[0]} tb {w[1]} with no "
-                            f"signal/wait, semaphore or barrier ordering the two (race)")
-            slot.readers.append((e, pc[e]))
+        for i in range(lo, lo + size):
+            slot = bufs[rank][buf][i]
+            if slot.value is None and (isinstance(ev, _ProxyPut) or ev.e[1] >= 0):
+                trace.error(f"{ev}: reads unwritten chunk {buf}[{i}] of gpu {rank}")
+            slot.readers.append(ev)
             vals.append(slot.value)
             moves.append(slot.move)
         return vals, moves
 
-    def write(e, rank, buf, lo, vals, move, port_pair=None):
-        for x, v in zip(range(lo, lo + len(vals)), vals):
-            slot = bufs[rank][buf][x]
-            for other in ([slot.writer] if slot.writer else []) + slot.readers:
-                if not ordered(e, other):
-                    trace.error(f"{where(e)}: writes {buf}[{x}] of gpu {rank} with no ordering after gpu "
-                                f"{other[0][0]} tb {other[0][1]} op {labels[other[0]][other[1]]} (race)")
-                    break
-            slot.value, slot.writer, slot.readers, slot.move = v, (e, pc[e]), [], move
-            slot.pending = None
-            if port_pair is not None:
-                slot.pending = e
-                pending[(e, port_pair)].append(slot)
-
-    def complete(e, pair):
-        for slot in pending.pop((e, pair), []):
-            if slot.pending == e:
-                slot.pending = None
-                slot.writer = (e, pc[e])   # visible to those ordered after this signal or flush
+    def write(ev, rank, buf, lo, vals, move):
+        check(ev, "writes", rank, buf, lo, len(vals), strong=False)
+        for i, v in zip(range(lo, lo + len(vals)), vals):
+            slot = bufs[rank][buf][i]
+            slot.value, slot.writer, slot.readers, slot.move = v, ev, [], move
 
     def channel(e, op, i):
         return res[e[0]].channels[e[1]][op.channel_type][op.channel_ids[i]]
+
+    def covered(e, pair, name) -> list:
+        """The port puts a signal or flush of ``e`` on channel ``pair`` orders: those of its connection
+        (of every CUDA IPC port connection of the rank, on one stream) pushed before it."""
+        rank = e[0]
+        lst = [q for key, puts in pending.items() if key[0] == rank and ipc(key[1]) for q in puts] \
+            if ipc(pair) else pending[(rank, pair)]
+        if name == "signal" and not ipc(pair):
+            for key, puts in pending.items():
+                if key[0] == rank and key[1] != pair:
+                    for q in puts:
+                        if not q.done and ordered(e, q.push):
+                            q.other_signal = True
+        lst = [q for q in lst if ordered(e, q.push)]
+        for q in lst if name == "signal" else ():
+            q.signalled = True
+        return lst
 
     def blocked(e, op):
         """Why ``op`` cannot run now, or None."""
@@ -542,89 +676,177 @@ def simulate_mscclpp(p: MscclppProgram) -> Trace:
             group = arrived[(e[0], op.barrier_id)]
             if len(group) < op.num_threadblocks:
                 return f"waits at barrier {op.barrier_id} ({len(group)} of {op.num_threadblocks} arrived)"
-            merged = np.max([clock[x] for x in group], axis=0)
-            for x in group:
-                np.maximum(clock[x], merged, out=clock[x])
+            for clk in (clock, wclock):
+                merged = np.max([clk[x] for x in group], axis=0)
+                for x in group:
+                    np.maximum(clk[x], merged, out=clk[x])
             released.update(group)
             arrived[(e[0], op.barrier_id)] = set()
         return None
 
+    def signal(e, pair, peer_from, strong, puts=()):
+        signals[(pair, peer_from)].append((clock[e].copy() if strong else None, wclock[e].copy(), puts))
+
+    def join(e, snap, strong):
+        s, w, puts = snap
+        for q in puts:          # the waiter sees the port puts the signal followed on its connection
+            q.done.append(_At(e, count[e], 0, ""))
+        if strong and s is not None:
+            np.maximum(clock[e], s, out=clock[e])
+        if w is not None:
+            np.maximum(wclock[e], w, out=wclock[e])
+        np.maximum(wclock[e], clock[e], out=wclock[e])
+
     def run(e, op):
-        rank, k = e[0], pc[e]
+        rank = e[0]
+        ev = event(e)
+        clock[e][index[e]] = wclock[e][index[e]] = count[e] + 1
+        first = ev.launch == 0
         if op.name in ("put", "pws", "pwsf"):
             remote = res[rank].remote[e[1]][op.channel_type]
+            port = op.channel_type == "port"
             for i, (s, d) in enumerate(zip(op.src, op.dst)):
-                vals, moves = read(e, rank, s.type, s.index, s.size)
                 peer, buf = remote[d.buffer_id]
-                after = {m for m in moves if m >= 0} | ({last_move[e]} if e in last_move else set())
+                rng = f"{s.type}[{s.index}]" if s.size == 1 else f"{s.type}[{s.index}..{s.index + s.size - 1}]"
+                acc = _ProxyPut(ev, channel(e, op, i).pair, rng) if port else ev
+                vals, moves = read(acc, rank, s.type, s.index, s.size)
                 mid = len(trace.moves)
-                trace.moves.append(Move(rank, peer, tuple(vals), tuple(sorted(after))))
-                last_move[e] = mid
-                port = channel(e, op, i).pair if op.channel_type == "port" else None
-                write(e, peer, buf, d.index, vals, mid, port)
-            if op.name != "put":
+                if first:
+                    after = {m for m in moves if m >= 0} | ({last_move[e]} if e in last_move else set())
+                    trace.moves.append(Move(rank, peer, tuple(vals), tuple(sorted(after))))
+                    last_move[e] = mid
+                write(acc, peer, buf, d.index, vals, mid if first else -1)
+                if port:
+                    pending[(rank, acc.pair)].append(acc)
+            if op.name != "put" and op.channel_type == "port":
                 for i in range(len(op.channel_ids)):
-                    ch = channel(e, op, i)
-                    complete(e, ch.pair)
-                    signals[(ch.pair, rank)].append(None)
+                    pair = channel(e, op, i).pair
+                    if op.name == "pwsf":   # its flush: the putter knows them done
+                        for q in covered(e, pair, "flush"):
+                            q.done.append(ev)
+                    signal(e, pair, rank, True, covered(e, pair, "signal"))
         elif op.name == "get":
             remote = res[rank].remote[e[1]][op.channel_type]
             for s, d in zip(op.src, op.dst):
                 peer, buf = remote[s.buffer_id]
-                vals, moves = read(e, peer, buf, s.index, s.size)
-                after = {m for m in moves if m >= 0} | ({last_move[e]} if e in last_move else set())
+                vals, moves = read(ev, peer, buf, s.index, s.size)
                 mid = len(trace.moves)
-                trace.moves.append(Move(peer, rank, tuple(vals), tuple(sorted(after))))
-                last_move[e] = mid
-                write(e, rank, d.type, d.index, vals, mid)
+                if first:
+                    after = {m for m in moves if m >= 0} | ({last_move[e]} if e in last_move else set())
+                    trace.moves.append(Move(peer, rank, tuple(vals), tuple(sorted(after))))
+                    last_move[e] = mid
+                write(ev, rank, d.type, d.index, vals, mid if first else -1)
         elif op.name == "copy":
             for s, d in zip(op.src, op.dst):
-                vals, moves = read(e, rank, s.type, s.index, s.size)
-                write(e, rank, d.type, d.index, vals, max(moves, default=-1))
-        elif op.name in ("signal", "rlxsignal", "flush"):
+                vals, moves = read(ev, rank, s.type, s.index, s.size)
+                write(ev, rank, d.type, d.index, vals, max(moves, default=-1))
+        elif op.name in ("signal", "rlxsignal"):
+            port = op.channel_type == "port"
             for i in range(len(op.channel_ids)):
-                ch = channel(e, op, i)
-                complete(e, ch.pair)
-                if op.name != "flush":
-                    signals[(ch.pair, rank)].append(clock[e].copy() if op.name == "signal" else None)
+                pair = channel(e, op, i).pair
+                signal(e, pair, rank, port or op.name == "signal", covered(e, pair, "signal") if port else ())
+        elif op.name == "flush":
+            ids = op.channel_ids or ()
+            done = [ids[i] if i < len(ids) else 0 for i in range(len(op.dst))]
+            tb_ports = res[rank].channels[e[1]].get("port", ())
+            for i in done:
+                for q in covered(e, tb_ports[i].pair, "flush") if i < len(tb_ports) else ():
+                    q.done.append(ev)
+            for i in set(ids) - set(done):
+                for q in pending[(rank, tb_ports[i].pair)]:
+                    if ordered(e, q.push) and not ordered(e, q):
+                        q.noop_flush = True
         elif op.name in ("wait", "rlxwait"):
+            strong = op.name == "wait" or op.channel_type == "port"
             for i in range(len(op.channel_ids)):
                 ch = channel(e, op, i)
-                snap = signals[(ch.pair, ch.peer)].popleft()
-                if op.name == "wait" and snap is not None:
-                    np.maximum(clock[e], snap, out=clock[e])
+                join(e, signals[(ch.pair, ch.peer)].popleft(), strong)
         elif op.name == "sem_release":
             for s in op.semaphore_ids:
-                sems[(rank, s)].append(clock[e].copy())
+                sems[(rank, s)].append((clock[e].copy(), wclock[e].copy(), ()))
         elif op.name == "sem_acquire":
             for s in op.semaphore_ids:
-                snap = sems[(rank, s)].popleft()
-                if snap is not None:
-                    np.maximum(clock[e], snap, out=clock[e])
+                join(e, sems[(rank, s)].popleft(), True)
         released.discard(e)
-        pc[e] = k + 1
-        clock[e][index[e]] = k + 1
+        count[e] += 1
+        pos[e] += 1
 
-    active = list(ents)
-    while active:
-        moved, still = False, []
-        for e in active:
-            while pc[e] < len(ops[e]) and blocked(e, ops[e][pc[e]]) is None:
-                run(e, ops[e][pc[e]])
+    def end(rank) -> None:
+        """The end of ``rank``'s kernel: its caller reads the output, may overwrite the input, and launches
+        the plan again (stream order: after every threadblock of this launch)."""
+        x = (rank, -1)
+        group = by_rank[rank] + [x]
+        for clk in (clock, wclock):
+            merged = np.max([clk[y] for y in group], axis=0)
+            for y in group:
+                np.maximum(clk[y], merged, out=clk[y])
+        nth = count[x] // 2
+        ev = _At(x, count[x], nth, "end")
+        clock[x][index[x]] = wclock[x][index[x]] = count[x] + 1
+        for q in (q for key, puts in pending.items() if key[0] == rank for q in puts):
+            if not q.reported and not ordered(x, q) and not (nth and first[0]):
+                q.reported = True
+                first[0] += not nth
+                rule = f"its flush has no dst_buff entry for the channel ({RULE_FLUSH})" if q.noop_flush else RULE_PROXY
+                trace.error(f"{q.push}: the port put of {q.src} into gpu {q.pair[1] + q.pair[2] - rank} is not flushed "
+                            f"before the kernel{' (launch 2)' if nth else ''} ends, and the proxy may still read its "
+                            f"source after it: {rule} (race)")
+        size = len(bufs[rank][out_buf])
+        vals, _ = read(ev, rank, out_buf, 0, size)
+        if nth == 0:
+            outputs[rank] = vals
+        count[x] += 1
+        ev = _At(x, count[x], nth, "end")
+        clock[x][index[x]] = wclock[x][index[x]] = count[x] + 1
+        write(ev, rank, "i", 0, list(inputs[rank]), -1)
+        count[x] += 1
+        for y in by_rank[rank]:
+            np.maximum(clock[y], clock[x], out=clock[y])
+            np.maximum(wclock[y], wclock[x], out=wclock[y])
+            pos[y] += 1
+
+    def sweep(nth) -> bool:
+        moved = False
+        for e in tbs:
+            while launch(e) == nth and pos[e] < 2 * (len(ops[e]) + 1) and op_at(e) is not None \
+                    and blocked(e, op_at(e)) is None:
+                run(e, op_at(e))
                 moved = True
-            if pc[e] < len(ops[e]):
-                still.append(e)
-        active = still
-        if not moved:
-            break
-    if active:
-        stuck = [f"{where(e)} {blocked(e, ops[e][pc[e]])}" for e in active[:4]]
-        trace.error(f"deadlock: {len(active)} threadblock(s) cannot progress: {'; '.join(stuck)}"
-                    + (" ..." if len(active) > 4 else ""))
-    for e, lst in pending.items():
-        if lst:
-            trace.error(f"gpu {e[0][0]} tb {e[0][1]}: a port put on channel {e[1]} is never flushed or signalled")
-            break
-    _check_outputs(trace, [[sl.value for sl in bufs[g.id][out_buf]] for g in p.gpus], np.full((n, n), c),
-                   buf=out_buf)
+        return moved
+
+    def ends() -> bool:
+        moved = False
+        for g in p.gpus:
+            if count[(g.id, -1)] < 4 and all(op_at(e) is None and launch(e) == count[(g.id, -1)] // 2
+                                              for e in by_rank[g.id]):
+                end(g.id)
+                moved = True
+        return moved
+
+    while sweep(0) or ends() or sweep(1):
+        pass
+    stuck = [e for e in tbs if pos[e] < 2 * (len(ops[e]) + 1) and op_at(e) is not None]
+    if stuck:
+        desc = [f"{event(e)} {blocked(e, op_at(e))}" for e in stuck[:4]]
+        trace.error(f"deadlock: {len(stuck)} threadblock(s) cannot progress: {'; '.join(desc)}"
+                    + (" ..." if len(stuck) > 4 else ""))
+    else:
+        left = sorted((pair, src, len(q)) for (pair, src), q in signals.items() if q)
+        for pair, src, k in left[:1]:
+            peer = pair[1] + pair[2] - src
+            trace.error(f"gpu {src}: signals its {pair[0]} connection {pair[3]} to gpu {peer} more often than gpu {peer} "
+                        f"waits on it ({k} left after two launches): a later launch's wait would pass early")
+    _check_outputs(trace, [outputs.get(g.id, [sl.value for sl in bufs[g.id][out_buf]]) for g in p.gpus],
+                   np.full((n, n), c), buf=out_buf)
     return trace.finish()
+
+
+def _runs(xs: list[int]) -> list[list[int]]:
+    """``xs`` (ascending) cut into runs of consecutive integers."""
+    out: list[list[int]] = []
+    for x in xs:
+        if out and out[-1][-1] == x - 1:
+            out[-1].append(x)
+        else:
+            out.append([x])
+    return out
