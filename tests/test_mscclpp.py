@@ -42,17 +42,20 @@ def test_broken_plans_are_reported():
         o["gpus"][0]["threadblocks"][0]["ops"] = [x for x in o["gpus"][0]["threadblocks"][0]["ops"]
                                                   if x["name"] != "wait"]
     r = verify_bytes(_edit("alltoall-4", drop_wait), "t")
-    assert r.messages() == ["data movement: gpu 0 tb 0 op 9: reads s[0] of gpu 0 written by gpu 1 tb 0 with no "
-                            "signal/wait, semaphore or barrier ordering the two (race)"]
+    assert r.messages() == ["data movement: gpu 0 tb 0 op 9: reads s[0] of gpu 0 written by gpu 1 tb 0 op 5, with no "
+                            "signal/wait, semaphore or barrier ordering the two (race)",
+                            "data movement: gpu 1: signals its memory connection 0 to gpu 0 more often than gpu 0 waits "
+                            "on it (2 left after two launches): a later launch's wait would pass early"]
 
-    def drop_signal(o):  # gpu 1 tb 0 never signals: gpu 0 waits forever
+    def drop_signal(o):  # gpu 1 tb 0 never signals: gpu 0 waits, until the next launch
         ops = o["gpus"][1]["threadblocks"][0]["ops"]
         ops.remove(next(x for x in ops if x["name"] == "signal"))
-    r = verify_bytes(_edit("alltoall-4", drop_signal), "t")
+    r = verify_bytes(_edit("alltoall-4", drop_signal), "t")   # the next launch's rlxsignal lets it pass
     assert r.messages() == [
-        "data movement: gpu 0: output chunk i[2] holds chunk (0, 1, 0) (origin, dest, index), expected (1, 0, 0)",
-        "deadlock freedom: deadlock: 1 threadblock(s) cannot progress: gpu 0 tb 0 op 8 waits for a signal from gpu "
-        "1 on memory channel 0"]
+        "data movement: gpu 0 tb 0 op 10: reads s[0] of gpu 0 written by gpu 1 tb 0 op 5, with no signal/wait, "
+        "semaphore or barrier ordering the two (race)",
+        "deadlock freedom: deadlock: 2 threadblock(s) cannot progress: gpu 0 tb 0 op 3 (launch 2) waits for a signal "
+        "from gpu 1 on memory channel 0; gpu 1 tb 0 op 7 (launch 2) waits for a signal from gpu 0 on memory channel 0"]
 
     def too_many(o):
         o["gpus"][2]["threadblocks"][1]["ops"] *= 6

@@ -197,9 +197,10 @@ def check_flush(op: Op, w: str, refs: Counter, sizes: dict, f: Findings) -> None
         f.error(f"{w}: flush has {len(op.dst)} dst_buff entries for {len(ids)} channel_ids; the executor flushes "
                 f"channel_ids[i] for each entry i (execution_kernel.hpp l.120-127)", True)
     elif len(op.dst) < len(ids):
-        f.warn(f"{w}: flush of port channels {list(ids)} has {len(op.dst)} dst_buff entries, so it flushes only "
-               f"{list(ids[:len(op.dst)]) or 'nothing'}: the executor flushes one channel per dst_buff entry "
-               f"(execution_plan.cc l.550-551, execution_kernel.hpp l.120-127)")
+        what = f"only {len(op.dst)} dst_buff entries, so it flushes only {list(ids[:len(op.dst)])}" if op.dst else \
+            "no dst_buff entry, so it flushes nothing"
+        f.warn(f"{w}: flush of port channels {list(ids)} has {what}: the executor flushes one channel per dst_buff "
+               f"entry (execution_plan.cc l.550-551, execution_kernel.hpp l.120-127)")
     for b in op.dst:
         if b.buffer_id is not None:
             if not 0 <= b.buffer_id < refs["port"]:

@@ -1,0 +1,138 @@
+"""The MSCCL++ executor's ordering rules, as microsoft/mscclpp 1f5f065d runs a plan (verify/simulate.py's
+simulate_mscclpp cites the source lines): a mutant of a compiled plan for each rule is rejected with its race
+named, our plans before issue 33 are rejected, and today's are race-free on InfiniBand."""
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from a2a_compiler import compile as compile_schedule
+from a2a_compiler.errors import A2AError
+from a2a_compiler.formats.mscclpp import mscclpp_from_json
+from a2a_compiler.verify import simulate, verify_bytes
+
+DATA = Path(__file__).resolve().parent / "data" / "mscclpp"
+FLUSH = ("a flush completes only the channels of its dst_buff entries: execution_plan.cc l.550-551, "
+         "execution_kernel.hpp l.120-127")
+CONNECTION = ("on InfiniBand a signal orders only the earlier puts of its own connection, one queue pair per channel: "
+              "executor.cc l.287-313, port_channel.cc l.117-154, connection.cc l.399-449")
+PROXY = ("a port put completes at a flush of its channel, or for its peer at a wait on a later signal of its "
+         "connection; the kernel's end does not wait for the proxy: executor.cc l.548-563")
+
+
+@pytest.fixture(scope="module")
+def plan():
+    """hypercube:3 as compile writes it (3 chunks per peer, port channels only)."""
+    return json.loads(compile_schedule("hypercube:3", "mscclpp").data)
+
+
+def _mutant(plan, fn):
+    o = copy.deepcopy(plan)
+    fn(o)
+    return verify_bytes(json.dumps(o).encode(), "t", lp=False)
+
+
+def _ops(o, gpu, tb):
+    return o["gpus"][gpu]["threadblocks"][tb]["ops"]
+
+
+def test_the_compiled_plan_is_race_free_on_both_transports(plan):
+    p = mscclpp_from_json(plan)
+    assert simulate.simulate_mscclpp(p, "ib").errors == []
+    assert simulate.simulate_mscclpp(p, "cudaipc").errors == []
+    ops = [op for g in plan["gpus"] for tb in g["threadblocks"] for op in tb["ops"]]
+    flushes = [op for op in ops if op["name"] == "flush"]
+    assert len(ops) == 392 and len(flushes) == 24   # one per sender: its channels' last puts
+    assert all(len(op["dst_buff"]) == len(op["channel_ids"]) for op in flushes)
+
+
+def test_a_dropped_final_wait_is_a_race_at_the_kernels_end(plan):
+    def drop(o):   # gpu 0's sink no longer waits for its in-neighbours' last signals
+        ops = _ops(o, 0, 0)
+        del ops[max(k for k, x in enumerate(ops) if x["name"] == "wait")]
+    r = _mutant(plan, drop)
+    assert not r.valid and r.errors["data movement"][0] == (
+        "gpu 0: the kernel ends and its caller reads o[3..5] written by the port put of gpu 1 tb 1 op 1, the put was "
+        f"issued before it, and signalled on its connection, but no wait on that signal is ordered before it ({PROXY}) "
+        "(race)")
+
+
+def test_a_flush_without_dst_buff_flushes_nothing(plan):
+    def strip(o):
+        for x in _ops(o, 0, 1):
+            if x["name"] == "flush":
+                x.pop("dst_buff")
+    r = _mutant(plan, strip)
+    assert r.warnings == [
+        "gpu 0 tb 1 op 14: flush of port channels [0, 1] has no dst_buff entry, so it flushes nothing: the executor "
+        "flushes one channel per dst_buff entry (execution_plan.cc l.550-551, execution_kernel.hpp l.120-127)"]
+    assert r.errors["data movement"][0] == (
+        "gpu 0 tb 1 op 1: the port put of i[3..5] into gpu 1 is not flushed before the kernel ends, and the proxy may "
+        f"still read its source after it: its flush has no dst_buff entry for the channel ({FLUSH}) (race)")
+
+
+def test_a_relayed_put_on_another_connection_than_its_signal_races_on_infiniband_only(plan):
+    def move(o):   # gpu 0's first relayed chunk put on the sink's connection (tb channel 0)
+        for x in _ops(o, 0, 1):
+            if x["name"] == "put" and any(x["channel_ids"]):
+                x["channel_ids"][next(i for i, c in enumerate(x["channel_ids"]) if c)] = 0
+                return
+    r = _mutant(plan, move)
+    assert r.errors["data movement"] == [
+        "the port put of gpu 1 tb 2 op 6: reads s[0..2] of gpu 1 written by the port put of gpu 0 tb 1 op 1, the put "
+        f"was issued before it, but only signalled on another connection ({CONNECTION}) (race)"]
+    o = copy.deepcopy(plan)
+    move(o)
+    assert simulate.simulate_mscclpp(mscclpp_from_json(o), "cudaipc").errors == []   # one stream per rank
+
+
+def test_a_port_put_unflushed_at_the_kernels_end(plan):
+    r = _mutant(plan, lambda o: _ops(o, 0, 1).pop())   # gpu 0 tb 1's final flush
+    assert r.errors["data movement"][0] == (
+        "gpu 0 tb 1 op 1: the port put of i[3..5] into gpu 1 is not flushed before the kernel ends, and the proxy may "
+        f"still read its source after it: {PROXY} (race)")
+
+
+def test_a_second_launch_that_overwrites_a_buffer_the_first_still_reads(plan):
+    def drop(o):   # no sink tells its in-neighbours that its previous launch is over
+        for g in o["gpus"]:
+            for t in g["threadblocks"]:
+                t["ops"] = [x for x in t["ops"] if x["name"] not in ("rlxsignal", "rlxwait")]
+    r = _mutant(plan, drop)
+    assert r.errors["data movement"][0] == (
+        "the port put of gpu 0 tb 1 op 0 (launch 2): writes o[0..2] of gpu 1 read by the caller of gpu 1, with no "
+        "signal/wait, semaphore or barrier ordering the two (race)")
+
+
+def test_our_plans_before_issue_33_are_rejected_with_the_race_named():
+    r = verify_bytes((DATA / "a2a-hypercube-2-before-33.json").read_bytes(), "old", lp=False)
+    e = r.errors["data movement"]
+    assert len(e) == 32 and e[0] == (
+        "the port put of gpu 0 tb 1 op 7: reads s[1] of gpu 0 written by the port put of gpu 2 tb 1 op 1, the put was "
+        f"issued before it, but its flush has no dst_buff entry for the channel ({FLUSH}) (race)")
+    assert r.warnings[0] == (
+        "gpu 0 tb 1 op 3: flush of port channels [0] has no dst_buff entry, so it flushes nothing: the executor "
+        "flushes one channel per dst_buff entry (execution_plan.cc l.550-551, execution_kernel.hpp l.120-127)")
+
+
+def test_flush_rules(plan):
+    def extra(o):
+        f = _ops(o, 0, 1)[-1]
+        f["dst_buff"].append(f["dst_buff"][0])
+    assert _mutant(plan, extra).errors["executor rules"] == [
+        "gpu 0 tb 1 op 14: flush has 3 dst_buff entries for 2 channel_ids; the executor flushes channel_ids[i] for "
+        "each entry i (execution_kernel.hpp l.120-127)"]
+    r = _mutant(plan, lambda o: _ops(o, 0, 1)[-1].update(channel_type="memory"))
+    assert r.errors["executor rules"] == [
+        "gpu 0 tb 1 op 14: channel_ids [0, 1] outside the threadblock's 0 memory channels",
+        "gpu 0 tb 1 op 14: flush on memory channels; the executor flushes port channels only"]
+
+
+def test_an_unbalanced_demand_is_refused_in_one_line(tmp_path):
+    d = tmp_path / "d.csv"
+    d.write_text("0,1,2,1\n1,0,1,1\n1,1,0,1\n1,1,1,0\n")
+    with pytest.raises(A2AError, match=r"^an MSCCL\+\+ plan here is a plain all-to-all \(every pair the same chunks\); "
+                                       r"this demand is unbalanced: compile it with --emit msccl, oneccl or mpi$"):
+        compile_schedule("hypercube:2", "mscclpp", demand=str(d))
