@@ -139,7 +139,7 @@ def program_performance(program, fabric: Fabric, capacity=None, trace=None, dema
             program = replace(program, volumes=tuple(map(tuple, demand.volumes.tolist())))
         return routed_performance(program, fabric, capacity)
     if isinstance(program, MscclppProgram):
-        trace = trace or simulate.simulate_mscclpp(program)
+        trace = trace or simulate.simulate_mscclpp(program, launches=1)
         return dataflow_performance(trace.moves, trace.chunks_per_shard, fabric, capacity, program.nranks,
                                     routes=routes)
     if isinstance(program, MscclProgram):

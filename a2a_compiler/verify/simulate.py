@@ -477,7 +477,7 @@ class _PlanSlot:
         self.value, self.writer, self.readers, self.move = value, None, [], -1
 
 
-def simulate_mscclpp(p: MscclppProgram, transport: str | None = None, nodes=None) -> Trace:
+def simulate_mscclpp(p: MscclppProgram, transport: str | None = None, nodes=None, launches: int = 2) -> Trace:
     """Execute an MSCCL++ plan symbolically, twice in a row, as microsoft/mscclpp's executor runs it
     (docs/formats.md, "MSCCL++ execution plans"; docs/msccl.md, "Ordering").
 
@@ -519,7 +519,8 @@ def simulate_mscclpp(p: MscclppProgram, transport: str | None = None, nodes=None
     access, the buffer range, the other access and the rule.  At the end each rank's output (the
     input buffer of an in-place plan) must be the all-to-all transpose, and no signal may be left
     unconsumed (a later launch's wait would pass early); threadblocks that cannot go on are reported as
-    a deadlock.  Only the first launch's moves are kept for the performance model.
+    a deadlock.  Only the first launch's moves are kept for the performance model, which runs one
+    launch (``launches=1``: no second launch, no count of leftover signals).
     """
     from ..formats.mscclpp import resolve
 
@@ -580,10 +581,11 @@ def simulate_mscclpp(p: MscclppProgram, transport: str | None = None, nodes=None
     def why(x, other) -> str:
         if isinstance(other, _ProxyPut) and ordered(x, other.push):
             if other.noop_flush:
-                return f"the put was issued before it, but its flush has no dst_buff entry for the channel ({RULE_FLUSH})"
+                return ("the put was issued before it, but its flush has no dst_buff entry for the channel "
+                        f"({RULE_FLUSH})")
             if other.signalled:
-                return f"the put was issued before it, and signalled on its connection, but no wait on that signal is " \
-                       f"ordered before it ({RULE_PROXY})"
+                return ("the put was issued before it, and signalled on its connection, but no wait on that signal is "
+                        f"ordered before it ({RULE_PROXY})")
             if other.other_signal:
                 return f"the put was issued before it, but only signalled on another connection ({RULE_CONNECTION})"
             return f"the put was issued before it but has not completed ({RULE_PROXY})"
@@ -808,7 +810,7 @@ def simulate_mscclpp(p: MscclppProgram, transport: str | None = None, nodes=None
     def sweep(nth) -> bool:
         moved = False
         for e in tbs:
-            while launch(e) == nth and pos[e] < 2 * (len(ops[e]) + 1) and op_at(e) is not None \
+            while launch(e) == nth and pos[e] < launches * (len(ops[e]) + 1) and op_at(e) is not None \
                     and blocked(e, op_at(e)) is None:
                 run(e, op_at(e))
                 moved = True
@@ -817,25 +819,25 @@ def simulate_mscclpp(p: MscclppProgram, transport: str | None = None, nodes=None
     def ends() -> bool:
         moved = False
         for g in p.gpus:
-            if count[(g.id, -1)] < 4 and all(op_at(e) is None and launch(e) == count[(g.id, -1)] // 2
+            if count[(g.id, -1)] < 2 * launches and all(op_at(e) is None and launch(e) == count[(g.id, -1)] // 2
                                               for e in by_rank[g.id]):
                 end(g.id)
                 moved = True
         return moved
 
-    while sweep(0) or ends() or sweep(1):
+    while sweep(0) or ends() or (launches > 1 and sweep(1)):
         pass
-    stuck = [e for e in tbs if pos[e] < 2 * (len(ops[e]) + 1) and op_at(e) is not None]
+    stuck = [e for e in tbs if pos[e] < launches * (len(ops[e]) + 1) and op_at(e) is not None]
     if stuck:
         desc = [f"{event(e)} {blocked(e, op_at(e))}" for e in stuck[:4]]
         trace.error(f"deadlock: {len(stuck)} threadblock(s) cannot progress: {'; '.join(desc)}"
                     + (" ..." if len(stuck) > 4 else ""))
-    else:
+    elif launches > 1:
         left = sorted((pair, src, len(q)) for (pair, src), q in signals.items() if q)
         for pair, src, k in left[:1]:
             peer = pair[1] + pair[2] - src
-            trace.error(f"gpu {src}: signals its {pair[0]} connection {pair[3]} to gpu {peer} more often than gpu {peer} "
-                        f"waits on it ({k} left after two launches): a later launch's wait would pass early")
+            trace.error(f"gpu {src}: signals its {pair[0]} connection {pair[3]} to gpu {peer} more often than gpu "
+                        f"{peer} waits on it ({k} left after two launches): a later launch's wait would pass early")
     _check_outputs(trace, [outputs.get(g.id, [sl.value for sl in bufs[g.id][out_buf]]) for g in p.gpus],
                    np.full((n, n), c), buf=out_buf)
     return trace.finish()
