@@ -10,7 +10,7 @@ import pytest
 
 from a2a_compiler import compile as compile_schedule
 from a2a_compiler.errors import A2AError
-from a2a_compiler.formats.mscclpp import mscclpp_from_json
+from a2a_compiler.formats.mscclpp import mscclpp_from_json, mscclpp_to_json, parse_mscclpp
 from a2a_compiler.verify import simulate, verify_bytes
 
 DATA = Path(__file__).resolve().parent / "data" / "mscclpp"
@@ -24,8 +24,10 @@ PROXY = ("a port put completes at a flush of its channel, or for its peer at a w
 
 @pytest.fixture(scope="module")
 def plan():
-    """hypercube:3 as compile writes it (3 chunks per peer, port channels only)."""
-    return json.loads(compile_schedule("hypercube:3", "mscclpp").data)
+    """hypercube:3 as compile writes it (3 chunks per peer, port channels only); it reads back to the same bytes."""
+    data = compile_schedule("hypercube:3", "mscclpp").data
+    assert mscclpp_to_json(parse_mscclpp(data)) == data
+    return json.loads(data)
 
 
 def _mutant(plan, fn):
@@ -85,7 +87,11 @@ def test_a_relayed_put_on_another_connection_than_its_signal_races_on_infiniband
         f"was issued before it, but only signalled on another connection ({CONNECTION}) (race)"]
     o = copy.deepcopy(plan)
     move(o)
-    assert simulate.simulate_mscclpp(mscclpp_from_json(o), "cudaipc").errors == []   # one stream per rank
+    p = mscclpp_from_json(o)
+    assert simulate.simulate_mscclpp(p, "cudaipc").errors == []   # NVIDIA's CUDA IPC: one stream per rank
+    assert simulate.simulate_mscclpp(p, nodes=[0] * 8).errors == []   # one node: CUDA IPC, as the executor picks
+    assert simulate.simulate_mscclpp(p, nodes=[0, 0, 0, 0, 1, 1, 1, 1]).errors == []   # gpus 0 and 1: one node
+    assert len(simulate.simulate_mscclpp(p, nodes=[0, 1, 0, 1, 0, 1, 0, 1]).errors) == 1   # 0 and 1 apart: IB
 
 
 def test_a_port_put_unflushed_at_the_kernels_end(plan):

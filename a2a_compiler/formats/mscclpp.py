@@ -10,7 +10,10 @@ describes it with an example.  A plan names ``name``, ``collective``,
 threadblock lists the GPU channels and remote buffers it uses and its ``ops``.  Ids
 are local: an op's ``channel_ids`` index its threadblock's channels of the op's
 ``channel_type``, a ``buffer_id`` its threadblock's remote buffers of that access type,
-a threadblock channel id the GPU's channels of that type, flattened in file order.
+a threadblock channel id the GPU's channels of that type, flattened in file order.  Every
+operation's ``src_buff`` / ``dst_buff`` are read alike (``execution_plan.cc`` l.520-579), a
+``flush``'s too: its ``dst_buff`` entries, not its ``channel_ids``, count the channels it flushes
+(:func:`.mscclpp_rules.check_flush`).
 
 :func:`resolve` turns those ids into peers and buffers once, for the rules
 (:mod:`.mscclpp_rules`), the verifier and the MPI runtime.  Channel pairing follows
