@@ -142,3 +142,15 @@ def test_an_unbalanced_demand_is_refused_in_one_line(tmp_path):
     with pytest.raises(A2AError, match=r"^an MSCCL\+\+ plan here is a plain all-to-all \(every pair the same chunks\); "
                                        r"this demand is unbalanced: compile it with --emit msccl, oneccl or mpi$"):
         compile_schedule("hypercube:2", "mscclpp", demand=str(d))
+
+
+def test_a_host_bottleneck_below_the_target_is_explained_in_one_line(tmp_path, capsys):
+    from a2a_compiler.cli import main
+
+    assert main(["compile", "nvswitch:2,4", "--link-bw", "400Gbps", "--nvlink-bw", "3.6Tbps", "--host-bw", "800Gbps",
+                 "--emit", "mscclpp", "-q", "-o", str(tmp_path / "p.json")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "LP         5 link-times, tsmcf's own LP (certified): fidelity 0.6093" in lines
+    assert [x for x in lines if x.startswith("note")] == [
+        "note       fidelity 0.6093, the schedule's own steps 0.9677: a mscclpp program has no global steps "
+        "(docs/msccl.md); --emit oneccl runs them"]
