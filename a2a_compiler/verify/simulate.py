@@ -478,7 +478,7 @@ class _PlanSlot:
 
 
 def simulate_mscclpp(p: MscclppProgram, transport: str | None = None, nodes=None, launches: int = 2) -> Trace:
-    """Execute an MSCCL++ plan symbolically, twice in a row, as microsoft/mscclpp's executor runs it
+    """Execute an MSCCL++ plan symbolically, ``launches`` times in a row, as microsoft/mscclpp's executor runs it
     (docs/formats.md, "MSCCL++ execution plans"; docs/msccl.md, "Ordering").
 
     Assumes :func:`~a2a_compiler.formats.mscclpp_rules.check_rules` found it sound.  Every threadblock
@@ -514,9 +514,9 @@ def simulate_mscclpp(p: MscclppProgram, transport: str | None = None, nodes=None
     overwrite the input, so every write into the output must be ordered before the end (a final
     ``wait``), and every port put of the rank flushed; then the plan runs again on the same scratch
     and output, and a second launch's write into a buffer an earlier launch may still read or write is
-    a race too.  Every read of data another threadblock (or the proxy) wrote, and every overwrite of
-    data another read or wrote, must be ordered after it; each race is reported once, naming the
-    access, the buffer range, the other access and the rule.  At the end each rank's output (the
+    a race too (checked once the first launch has none).  Every read of data another threadblock (or
+    the proxy) wrote, and every overwrite of data another read or wrote, must be ordered after it; each
+    signals: dict = defaultdict(deque)     # (pair, from rank) -> (clock or None if relaxed, wclock, puts it follows)
     input buffer of an in-place plan) must be the all-to-all transpose, and no signal may be left
     unconsumed (a later launch's wait would pass early); threadblocks that cannot go on are reported as
     a deadlock.  Only the first launch's moves are kept for the performance model, which runs one
@@ -546,7 +546,7 @@ def simulate_mscclpp(p: MscclppProgram, transport: str | None = None, nodes=None
     count = dict.fromkeys(ents, 0)         # operations each entity ran (its own clock entry)
     clock = {e: np.zeros(len(ents), dtype=np.int64) for e in ents}    # happens-before
     wclock = {e: np.zeros(len(ents), dtype=np.int64) for e in ents}   # plus relaxed signals (write-after only)
-    signals: dict = defaultdict(deque)     # (pair, from rank) -> (clock or None when relaxed, wclock)
+    signals: dict = defaultdict(deque)     # (pair, from rank) -> (clock, None if relaxed; wclock; port puts it follows)
     sems = {(g.id, s): deque([(None, None, ())] * v) for g in p.gpus for s, v in enumerate(g.semaphores)}
     arrived: dict = defaultdict(set)       # (rank, barrier id) -> entities waiting there
     released: set = set()                  # entities let through their current barrier
