@@ -86,6 +86,9 @@ def solve(topology: Topology, fabric: Fabric | None = None, method: str = "mcf-d
                        f"{', '.join(map(repr, unknown))}; it takes {', '.join(allowed)}")
     if options.get("solver") == "hipo" and options.get("pricing") != "on":
         raise A2AError(HIPO_UNPRICED)
+    if options.get("solver") == "cupdlpx" and method == "tsmcf":
+        raise A2AError("--solver cupdlpx is for the flow LPs of mcf, mcf-decomp, mcf-extp and pmcf, whose "
+                       "first-order answers are certified by weak duality; tsmcf needs simplex, ipm or pdlp")
     if "solver" in options:
         check_solver(options["solver"])
     fabric = fabric or Fabric()
