@@ -186,3 +186,23 @@ def test_cupdlpx_on_the_gpu_meets_the_certified_gap():
     ipm = solve(topo, method="mcf-decomp", solver="ipm")
     assert sol.info["solver"] == "cupdlpx" and sol.gap <= 1e-6
     assert abs(sol.concurrent_flow - ipm.concurrent_flow) <= 1e-6 * ipm.upper_bound
+
+
+def test_the_host_memory_guard_counts_the_gpu_path_at_its_own_rate(stand_in, capsys):
+    assert main(["solve", "torus:100x100", "--solver", "cupdlpx"]) == 2
+    assert capsys.readouterr().err == (
+        "a2a solve: error: torus:100x100: the mcf-decomp LP would have about 1.2e+09 nonzeros (10000 commodity "
+        "group(s) x 40000 links) and need about 101 GiB, over the 16 GiB limit (a2a_compiler.solve.MAX_LP_BYTES)\n")
+
+
+def test_the_host_limit_follows_a2a_max_lp_gib(tmp_path):
+    import os
+    import subprocess
+
+    r = subprocess.run([sys.executable, "-m", "a2a_compiler", "solve", "jellyfish:1000,4,seed=1", "--solver", "ipm"],
+                       capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "A2A_MAX_LP_GIB": "2"},
+                       timeout=120)
+    assert r.returncode == 2 and r.stderr == (
+        "a2a solve: error: jellyfish:1000,4,seed=1: the mcf-decomp LP would have about 1.2e+07 nonzeros (1000 "
+        "commodity group(s) x 4000 links) and need about 3 GiB, over the 2 GiB limit "
+        "(a2a_compiler.solve.MAX_LP_BYTES)\n")

@@ -17,9 +17,7 @@ PSLP=v0.0.8
 
 if [[ ${1:-} == prepare ]]; then
     mkdir -p "$FILES/wheels"
-    python3 -m pip download --no-deps --no-binary :all: --no-build-isolation "cupdlpx==$CUPDLPX" -d "$FILES" \
-        || true   # pip saves the sdist, then fails to read its metadata without scikit-build-core: fine
-    test -f "$FILES/cupdlpx-$CUPDLPX.tar.gz"
+    python3 -m pip download --no-deps --no-binary cupdlpx "cupdlpx==$CUPDLPX" -d "$FILES"
     rm -rf "$FILES/pslp" && git clone -q --depth 1 --branch "$PSLP" https://github.com/dance858/PSLP "$FILES/pslp"
     python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
         --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 -d "$FILES/wheels" highspy threadpoolctl
