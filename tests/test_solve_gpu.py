@@ -206,3 +206,31 @@ def test_the_host_limit_follows_a2a_max_lp_gib(tmp_path):
         "a2a solve: error: jellyfish:1000,4,seed=1: the mcf-decomp LP would have about 1.2e+07 nonzeros (1000 "
         "commodity group(s) x 4000 links) and need about 3 GiB, over the 2 GiB limit "
         "(a2a_compiler.solve.MAX_LP_BYTES)\n")
+
+
+def test_ctrl_c_stops_a_cupdlpx_solve_within_two_seconds(tmp_path):
+    """cuPDLPx polls no interrupt: its child (here the stand-in, iterating for a minute) is killed at once."""
+    import os
+    import subprocess
+
+    from terminal import session_ends, sigint_default, stop
+
+    script = tmp_path / "solve.py"
+    script.write_text("import sys\nfrom a2a_compiler.solve import gpu\n"
+                      "gpu.cuda_device = lambda: ('Stand-in GPU', 80 * 2**30)\n"
+                      "from a2a_compiler.cli import main\n"
+                      "sys.exit(main(['solve', 'hypercube:3', '--symmetry', 'off', '--solver', 'cupdlpx', "
+                      "'--save', 'never.npz']))\n")
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": f"{FAKE}{os.pathsep}{root}", "FAKE_CUPDLPX_SLEEP": "60"}
+    p = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         cwd=tmp_path, env=env, preexec_fn=sigint_default, start_new_session=True)
+    for line in p.stderr:                                      # a tick of the child's log (after 2 s)
+        if "master LP: iteration" in line:
+            assert line.rstrip().endswith("gap 1.0e-03 (GPU)")
+            break
+    stdout, rest, waited = stop(p)
+    assert p.returncode == 130 and waited <= 4.5, (p.returncode, waited)
+    assert rest.splitlines()[-1] == "a2a solve: interrupted" and stdout == ""
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["solve.py"]
+    session_ends(p)                                            # the child is gone with its command

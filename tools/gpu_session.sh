@@ -42,7 +42,8 @@ echo "cupdlpx $CUPDLPX built in $(( $(date +%s) - t0 )) s" | tee -a "$OUT/gpu.tx
 export PYTHONPATH="$SITE:$PWD"
 python3 -c "from a2a_compiler.solve.gpu import unavailable; print('cuPDLPx:', unavailable() or 'runs here')" \
     | tee -a "$OUT/gpu.txt"
-(timeout 120 python3 -m pytest -q -p no:cacheprovider tests/test_solve_gpu.py 2>&1 || true) | tail -5 | tee "$OUT/tests.txt"
+(timeout 120 python3 -m pytest -q -p no:cacheprovider tests/test_solve_gpu.py 2>&1 || true) | tail -5 \
+    | tee "$OUT/tests.txt"
 timeout "${LIMIT:-480}" python3 tools/bench_gpu.py --json --quiet --timeout "${CASE_TIMEOUT:-240}" \
     ${CASES:+--cases "$CASES"} > "$OUT/bench.jsonl" || true
 python3 - "$OUT/bench.jsonl" <<'EOF' | tee "$OUT/bench.txt"

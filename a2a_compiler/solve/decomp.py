@@ -294,8 +294,9 @@ def choose_master(pricing: str, symmetry, searched: bool, sym: Symmetry, solver:
     ``pricing="auto"`` (the default) prices when the symmetry search ran (``searched``: ``symmetry`` is not
     off and the plain master LP has more than :data:`~.symmetry.AUTO_MIN_COLUMNS` columns) and found no
     automorphism group, unless the solver cannot price or the full master LP (about 3 nonzeros per
-    column) goes to cuPDLPx on a GPU, which needs no column generation (:func:`~.mcf.pick_solver`).  Smaller LPs keep the full master LP: they take under a
-    second, and pricing's seed is not bit-identical across SciPy releases (:mod:`.pricing`)."""
+    column) goes to cuPDLPx on a GPU, which needs no column generation (:func:`~.mcf.pick_solver`).
+    Smaller LPs keep the full master LP: they take under a second, and pricing's seed is not bit-identical
+    across SciPy releases (:mod:`.pricing`)."""
     if pricing == "on":
         return "priced", "--pricing on"
     if sym.order > 1:

@@ -259,7 +259,8 @@ def solve_lp(
     its other solvers, then postsolved), ``"cupdlpx"`` (first-order on a GPU, :mod:`.gpu`) or ``"auto"``
     (HiGHS chooses).  Extra HiGHS options go in ``options`` (cuPDLPx: ``{"presolve": True}``).  A first-order
     solver (:data:`FIRST_ORDER`) stops at the relative ``tolerance`` when given, and cuPDLPx warm-starts from
-    ``start``'s primal and duals (the same LP, or one with the same rows).  Raises :class:`A2AError` unless HiGHS reports an optimal model
+    ``start``'s primal and duals (the same LP, or one with the same rows).  Raises :class:`A2AError` unless
+    HiGHS reports an optimal model
     — or, with ``inexact_ok``, an "Unknown" status (IPM/PDLP stopped outside HiGHS's
     own tolerances) that still carries a primal and dual point, for callers that
     repair the primal and certify the bound themselves.  ``progress`` receives

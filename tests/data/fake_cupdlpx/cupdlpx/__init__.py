@@ -5,7 +5,8 @@ It has cuPDLPx 0.3.0's Python API as a2a_compiler.solve.gpu uses it (python/cupd
 ``Runtime``) and prints iteration rows in its log format (src/utils.cu, ``display_iteration_stats``),
 but solves by HiGHS's PDLP on the CPU at the tolerance asked for.  With ``FAKE_CUPDLPX_LOG`` set, it
 appends the parameters and the warm start's sizes to that file; with ``FAKE_CUPDLPX_EXIT`` it ends as
-cuPDLPx does on a CUDA error.
+cuPDLPx does on a CUDA error; with ``FAKE_CUPDLPX_SLEEP`` it prints a row, then sleeps that many seconds
+(a long solve that polls no interrupt).
 """
 
 import json
@@ -39,6 +40,13 @@ class Model:
         if os.environ.get("FAKE_CUPDLPX_EXIT"):
             print("CUDA Error at src/solver.cu:366: cudaErrorNoDevice", file=sys.stderr, flush=True)
             os._exit(1)
+        if os.environ.get("FAKE_CUPDLPX_SLEEP"):
+            import time
+
+            for k in range(int(float(os.environ["FAKE_CUPDLPX_SLEEP"]) * 10)):
+                print(f"{k:6d} 1.0e-01 | 1.0e+00  1.0e+00 | 1.0e-03 1.0e-03 1.0e-03 | 1.0e-03 1.0e-03 1.0e-03 ",
+                      flush=True)
+                time.sleep(0.1)
         if os.environ.get("FAKE_CUPDLPX_LOG"):
             with open(os.environ["FAKE_CUPDLPX_LOG"], "a") as log:
                 log.write(json.dumps({"params": self.params, "warm": self.warm}) + "\n")
