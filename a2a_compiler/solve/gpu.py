@@ -151,7 +151,8 @@ def run_cupdlpx(settings: dict, model: tuple, start, label: str, progress):
 def _cupdlpx_main(result_fd: int, parent: int) -> None:
     """The cuPDLPx child of :func:`run_cupdlpx`: ``(settings, model, warm start)`` pickled on stdin, the
     ``_Outcome`` pickled on ``result_fd``.  Row activities are ``A x``; column duals the reduced costs
-    ``c - Aᵀy`` (cuPDLPx's duals have HiGHS's sign: the Lagrangian ``c·x - y·(Ax - b)``)."""
+    ``c - Aᵀy``: cuPDLPx's duals have HiGHS's sign (its dual residual is ``c - Aᵀy - dual_slack``,
+``src/utils.cu`` l. 660 of 0.3.0), which pricing's reduced costs rely on."""
     import os
 
     import highspy
