@@ -167,8 +167,10 @@ def test_the_default_master_lp_is_chosen_and_said(capsys, spec, master, why):
 def test_the_full_master_goes_to_the_gpu_instead_of_pricing(monkeypatch):
     trivial = Symmetry.trivial(from_spec("jellyfish:72,4,seed=1"))
     monkeypatch.setitem(sys.modules, "cupdlpx", None)
-    assert choose_master("auto", "auto", True, trivial, "auto", 1_000_000) == (
-        "priced", "no symmetry found: arc pricing")          # no package: pricing on the CPU
+    assert choose_master("auto", "auto", True, trivial, "auto", 1_000_000) == (   # no package: pricing, and why
+        "priced", "no symmetry found: arc pricing (not on a GPU: the cupdlpx package is not installed)")
+    assert choose_master("auto", "auto", True, trivial, "ipm", 1_000_000) == (
+        "priced", "no symmetry found: arc pricing")
     monkeypatch.setitem(sys.modules, "cupdlpx", types.ModuleType("cupdlpx"))
     monkeypatch.setattr(gpu, "cuda_device", lambda: ("Stand-in GPU", 80 * 2**30))
     assert choose_master("auto", "auto", True, trivial, "auto", 1_000_000) == (

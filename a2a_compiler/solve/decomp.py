@@ -35,8 +35,9 @@ from ..fabric import Fabric
 from ..progress import tick_of
 from ..topology.model import Topology
 from .certificate import Routing, decompose_commodities, decompose_flow, dual_upper_bound, solve_graph
+from .gpu import unavailable
 from .lp import WAKE_INTERVAL, solve_lp
-from .mcf import DEFAULT_SOLVER, certify_routing, finish, flow_lp, lp_info, pick_solver, solve_flow_lp
+from .mcf import DEFAULT_SOLVER, PDLP_ABOVE_NNZ, certify_routing, finish, flow_lp, lp_info, pick_solver, solve_flow_lp
 from .pricing import PRICING_MODES, ROUND_SOLVERS, priced_master_lp
 from .result import FlowSolution
 from .symmetry import AUTO_MIN_COLUMNS, Symmetry, find_symmetry, wanted
@@ -310,4 +311,5 @@ def choose_master(pricing: str, symmetry, searched: bool, sym: Symmetry, solver:
         return "full", f"no symmetry found; --solver {solver} does not price"
     if pick_solver(solver, 3 * plain_columns) == "cupdlpx":
         return "full", "no symmetry found; the full master LP on the GPU"
-    return "priced", "no symmetry found: arc pricing"
+    gpu = unavailable() if solver == "auto" and 3 * plain_columns > PDLP_ABOVE_NNZ else None
+    return "priced", "no symmetry found: arc pricing" + (f" (not on a GPU: {gpu})" if gpu else "")

@@ -19,6 +19,7 @@ from ..topology.model import Topology
 from .certificate import (Routing, certified_flow, commodity_volume, conservation_error, decompose_commodities,
                           dual_upper_bound, solve_graph, with_fallback)
 from .first_order import solve_certified
+from .gpu import unavailable
 from .lp import FIRST_ORDER, INF, solve_lp
 from .result import FlowSolution
 from .symmetry import Symmetry
@@ -40,8 +41,6 @@ def pick_solver(solver: str, nnz: int, progress=None, label: str = "LP") -> str:
         return solver
     if nnz <= PDLP_ABOVE_NNZ:
         return "ipm"
-    from .gpu import unavailable
-
     why = unavailable()
     if why is None:
         return "cupdlpx"
