@@ -130,8 +130,8 @@ def register(sub) -> None:
     g.add_argument("--method", choices=list(METHODS), default="mcf-decomp",
                    help="flow formulation (default mcf-decomp); see 'methods' below")
     g.add_argument("--solver", choices=list(SOLVERS), default=None,
-                   help="HiGHS LP algorithm.  Default 'auto': each method chooses by LP size -- for the flow "
-                        "LPs 'ipm' (interior point without crossover, certified gap ~1e-8) up to "
+                   help="LP solver: HiGHS's algorithms, or cuPDLPx.  Default 'auto': each method chooses by LP "
+                        "size -- for the flow LPs 'ipm' (interior point without crossover, certified gap ~1e-8) up to "
                         f"{PDLP_ABOVE_NNZ:.0e} nonzeros, then 'cupdlpx' on a GPU or else 'pdlp' (first-order; 1.9x "
                         "faster than ipm at N=512 on GenKautz).  'simplex' gives vertex solutions "
                         "but is ~10x slower already at N=64; 'ipm-crossover' is ipm plus a vertex; 'hipo' is HiGHS's "
