@@ -278,8 +278,8 @@ def mcf_decomp(topology: Topology, fabric: Fabric | None = None, *, solver: str 
         certified = dict(certified)
         t1 = t0 - certified.pop("certify_seconds")
     timings = {"symmetry": t_sym, **({"seed": pricing_info.pop("seed_seconds")} if priced else {}),
-               "build": build, "lp": res.seconds, "bound": t1 - t0 if cert is None else 0.0,
-               "split": time.perf_counter() - t1}
+               "build": build, "lp": res.seconds, **({"bound": t1 - t0} if cert is None else {}),
+               "split": time.perf_counter() - t1}   # with the schedule: every solve's bound and split
     info = {"solver": res.solver, "lp_status": res.status, "child": child, "workers": workers, "mpi": mpi,
             "symmetry": sym.summary(), "lp_rows": int(len(res.row_value)), "lp_columns": int(len(res.x)),
             "lp_iterations": res.iterations, "lp_concurrent_flow": float(1 / U),
