@@ -236,3 +236,10 @@ def test_ctrl_c_stops_a_cupdlpx_solve_within_two_seconds(tmp_path):
     assert rest.splitlines()[-1] == "a2a solve: interrupted" and stdout == ""
     assert sorted(f.name for f in tmp_path.iterdir()) == ["solve.py"]
     session_ends(p)                                            # the child is gone with its command
+
+
+def test_tsmcf_refuses_cupdlpx_in_one_line(stand_in, capsys):
+    assert main(["solve", "hypercube:3", "--method", "tsmcf", "--solver", "cupdlpx"]) == 2
+    assert capsys.readouterr().err == (
+        "a2a solve: error: --solver cupdlpx is for the flow LPs of mcf, mcf-decomp, mcf-extp and pmcf, whose "
+        "first-order answers are certified by weak duality; tsmcf needs simplex, ipm or pdlp\n")
