@@ -253,9 +253,12 @@ def mcf_decomp(topology: Topology, fabric: Fabric | None = None, *, solver: str 
     t_sym = time.perf_counter() - t0
     priced = master == "priced"
 
+    def split(flows):        # the representatives' paths (§3.1.2 step 2), moved to every source
+        return sym.expand_routing(split_sources(g, reps, flows, child=child, solver=solver, workers=workers,
+                                                mpi=mpi, progress=progress, amounts=amounts), nh)
+
     def certify(flows, lengths):
-        routing = sym.expand_routing(split_sources(g, reps, flows, child=child, solver=solver, workers=workers,
-                                                   mpi=mpi, progress=progress, amounts=amounts), nh)
+        routing = split(flows)
         return certify_routing(routing, g, demand)[1], dual_upper_bound(g, lengths, demand), routing
 
     cert = None
@@ -270,8 +273,7 @@ def mcf_decomp(topology: Topology, fabric: Fabric | None = None, *, solver: str 
     if cert is None:
         ub = dual_upper_bound(g, lengths, demand)
         t1 = time.perf_counter()
-        routing = sym.expand_routing(split_sources(g, reps, flows, child=child, solver=solver, workers=workers,
-                                                   mpi=mpi, progress=progress, amounts=amounts), nh)
+        routing = split(flows)
         certified = {}
     else:
         routing, ub, certified = cert
