@@ -101,7 +101,7 @@ def check_cupdlpx() -> None:
     """Raise :class:`A2AError`, in one line naming what is missing, unless cuPDLPx can run here."""
     why = unavailable()
     if why is not None:
-        fix = f": {INSTALL}" if "package" in why else ""
+        fix = f": {INSTALL}" if why.startswith("the cupdlpx package") else ""
         raise A2AError(f"--solver cupdlpx needs the cupdlpx package and a CUDA device: {why}{fix}")
 
 
@@ -143,7 +143,7 @@ def run_cupdlpx(settings: dict, model: tuple, start, label: str, progress):
     A = model[1]
     check_gpu_memory(A.shape[0], A.shape[1], A.nnz, label)
     warm = None if start is None else (np.asarray(start.x), np.asarray(start.row_dual))
-    if warm is not None and len(warm[0]) != A.shape[1]:
+    if warm is not None and (len(warm[0]), len(warm[1])) != (A.shape[1], A.shape[0]):
         warm = None
     return run_child(f"{__name__}:_cupdlpx_main", (settings, model, warm), label, progress, cupdlpx_tick, "cuPDLPx")
 
