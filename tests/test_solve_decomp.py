@@ -157,7 +157,7 @@ def test_child_lp_split_of_an_interior_master_flow_delivers_every_destination():
     n = g.n_hosts
     s, d = np.divmod(np.arange(n * n), n)
     sinks = sp.coo_array((np.ones(n * n - n), (s[s != d], d[s != d])), shape=(n, g.n_nodes))
-    _, flows, _, _, _ = solve_flow_lp(g, np.arange(n), sinks, solver="auto", symmetry=Symmetry.trivial(g))
+    _, flows, _, _, _, _ = solve_flow_lp(g, np.arange(n), sinks, solver="auto", symmetry=Symmetry.trivial(g))
     r = split_source(g, 0, flows[0], "lp", "auto")
     delivered = np.bincount(r.commodity, weights=r.weight, minlength=n)
     assert delivered[0] == 0 and np.abs(delivered[1:] - 1).max() <= 1e-6

@@ -106,7 +106,7 @@ def test_pricing_refuses_what_it_cannot_do():
                        r"blocks are near-trees; on a full flow LP its factor grows about as N\^3 .*: add --pricing on, "
                        r"or use ipm$"):
         solve(topo, method="mcf-decomp", solver="hipo")
-    with pytest.raises(A2AError, match="unknown pricing mode 'maybe'; choose one of off, on"):
+    with pytest.raises(A2AError, match="unknown pricing mode 'maybe'; choose one of auto, off, on"):
         solve(topo, method="mcf-decomp", pricing="maybe")
 
 

@@ -38,20 +38,29 @@ GenKautz(1000,4) -- and map that flow to every source; the optimum is the
 same, the LP is smaller.  --symmetry off solves the plain master LP.
 
 pricing: without symmetry (a random expander, a fabric with failed cables)
---pricing on solves mcf-decomp's master LP by arc pricing: link lengths from
+arc pricing solves mcf-decomp's master LP: link lengths from
 the free-energy smoothing of the dual (no LP) pick each source's near-shortest
 arcs, a restricted master LP over those columns is solved (IPX; PDLP above
 2 million nonzeros, --solver ipm/pdlp to choose), and the columns of
 negative reduced cost are priced in until the certified gap is below 8e-7
 (a round over 1e-2 below the bound also widens the near-shortest arcs).
 Same optimum and certificate, a fraction of the columns (jellyfish:256,4:
-5 s against 42 s for the full LP).  Not the default: its seed comes from SciPy's
+5 s against 42 s for the full LP).  --pricing auto (the default) uses it when the
+plain master LP has over 20000 columns and the symmetry search finds nothing
+("master LP: priced (no symmetry found: arc pricing)"); its seed comes from SciPy's
 L-BFGS-B, so its flows (not F) may differ between SciPy releases.
 
+GPU: --solver cupdlpx solves the master LP by cuPDLPx on a CUDA device (the gpu
+extra, docs/solver.md "On a GPU"); 'auto' picks it for LPs over 2 million
+nonzeros when it imports and a device answers, and says why not otherwise.  Its
+answer, like PDLP's, is certified here: the dual bound from its capacity duals,
+the exact path split of its flows; tolerance 1e-6, tightened to 1e-7 and 1e-8
+only while the certified gap is over 1e-6.
+
 progress (stderr, after 2 s; --quiet silences it): stage, elapsed time and the
-LP's iterations and objective (PDLP: its restarts and iterations).  Ctrl-C
-stops the LP within about a second (PDLP runs in a child process, which Ctrl-C
-terminates), stops worker processes and exits 130 without writing --save.
+LP's iterations and objective (PDLP: its restarts and iterations; cuPDLPx: also
+its relative gap).  Ctrl-C stops the LP within about a second (PDLP and cuPDLPx
+run in a child process, which Ctrl-C terminates), stops worker processes and exits 130 without writing --save.
 
 parallel per-source work (mcf-decomp, mcf-extp):
   a2a solve genkautz:256,4 --workers 2              local worker processes
@@ -121,14 +130,16 @@ def register(sub) -> None:
     g.add_argument("--method", choices=list(METHODS), default="mcf-decomp",
                    help="flow formulation (default mcf-decomp); see 'methods' below")
     g.add_argument("--solver", choices=list(SOLVERS), default=None,
-                   help="HiGHS LP algorithm.  Default 'auto': each method chooses by LP size -- for the flow "
-                        "LPs 'ipm' (interior point without crossover, certified gap ~1e-8) up to "
-                        f"{PDLP_ABOVE_NNZ:.0e} nonzeros, then 'pdlp' (first-order, tolerance 1e-5, certified gap "
-                        "~1e-4; 1.9x faster than ipm at N=512 on GenKautz).  'simplex' gives vertex solutions "
+                   help="LP solver: HiGHS's algorithms, or cuPDLPx.  Default 'auto': each method chooses by LP "
+                        "size -- for the flow LPs 'ipm' (interior point without crossover, certified gap ~1e-8) up to "
+                        f"{PDLP_ABOVE_NNZ:.0e} nonzeros, then 'cupdlpx' on a GPU or else 'pdlp' (first-order; 1.9x "
+                        "faster than ipm at N=512 on GenKautz).  'simplex' gives vertex solutions "
                         "but is ~10x slower already at N=64; 'ipm-crossover' is ipm plus a vertex; 'hipo' is HiGHS's "
                         "interior point with a direct factorisation (the hipo extra), only with --pricing on, for its "
                         "large rounds on fabrics with many equal paths (1.3x faster than pdlp on punctured "
-                        "GenKautz(1000,4))")
+                        "GenKautz(1000,4)); 'cupdlpx' is cuPDLPx on a CUDA GPU (the gpu extra; 'auto' picks it "
+                        "above the same size when it runs).  First-order answers (pdlp, cupdlpx) are solved to "
+                        "1e-6, then tighter until the certified gap is at most 1e-6")
     g.add_argument("--child", choices=["paths", "lp"], default="paths",
                    help="mcf-decomp (and mcf-extp's mcf-decomp base) per-source split: exact path "
                         "decomposition (default) or the paper's child LPs (eqs. 10-14)")
@@ -154,11 +165,14 @@ def register(sub) -> None:
                         "(found and checked link by link: rotations/reflections of circulants and GenKautz, "
                         "translations of tori and hypercubes); same optimum, smaller LP.  'auto' (default): when "
                         f"the plain LP has over {AUTO_MIN_COLUMNS} columns; 'off': the plain LP over every source")
-    g.add_argument("--pricing", choices=PRICING_MODES, default="off",
+    g.add_argument("--pricing", choices=PRICING_MODES, default="auto",
                    help="mcf-decomp, mcf-extp: 'on' solves the plain master LP by arc pricing (restricted master "
                         "LP seeded by free-energy lengths, columns priced in by reduced cost; same optimum, much "
                         "faster on fabrics without symmetry; no symmetry search, not with --symmetry on); "
-                        "'off' (default): the quotient or full master LP")
+                        f"'off': the quotient or full master LP; 'auto' (default): the quotient when the symmetry "
+                        f"search finds one, arc pricing when it finds none (plain LPs over {AUTO_MIN_COLUMNS} "
+                        "columns; not when --solver cupdlpx or auto puts the full master LP on a GPU), the full "
+                        "master LP below; the progress line 'master LP: ...' and the JSON key 'master' say which")
     g.add_argument("--mpi", action="store_true",
                    help="run per-source work on MPI ranks (mpi4py.futures); launch under "
                         "'mpiexec -n K python -m mpi4py.futures -m a2a_compiler solve ...'")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
 
 from ..errors import A2AError
 from ..fabric import Fabric, apply_link_classes
@@ -29,8 +30,14 @@ from .result import FlowSolution, WeightedPath
 #: ``a2a solve jellyfish:N,4,seed=1`` (plain master LP, IPX): N=128 310 B, N=256 280 B; PDLP at
 #: N=1000 (12·10⁶ nonzeros) 3.0 GB, 250 B.
 LP_BYTES_PER_NONZERO = 300
+#: The same on this machine when the LP goes to cuPDLPx on a GPU (no HiGHS model): the build's peak, 87 B per
+#: nonzero measured on jellyfish:500,4,seed=1's master LP (3.0 million nonzeros, ``ru_maxrss``), rounded up;
+#: the child's copies (the LP unpickled, in CSR with 32-bit indices) come after the build's temporaries are gone.
+GPU_LP_BYTES_PER_NONZERO = 90
 #: Largest flow LP :func:`solve` builds, in estimated bytes (:data:`LP_BYTES_PER_NONZERO`); refused up front above.
-MAX_LP_BYTES = 16 * 2**30
+#: 16 GiB, or ``A2A_MAX_LP_GIB`` GiB from the environment on a machine with more memory (a GPU machine of 128 GB:
+#: jellyfish:4000,4 on the GPU needs about 16.1 GiB by this estimate).
+MAX_LP_BYTES = int(float(os.environ.get("A2A_MAX_LP_GIB", 16)) * 2**30)
 #: method name -> (module, function); modules are imported on first use.
 METHODS = {
     "mcf": ("mcf", "mcf"),
@@ -86,25 +93,32 @@ def solve(topology: Topology, fabric: Fabric | None = None, method: str = "mcf-d
                        f"{', '.join(map(repr, unknown))}; it takes {', '.join(allowed)}")
     if options.get("solver") == "hipo" and options.get("pricing") != "on":
         raise A2AError(HIPO_UNPRICED)
+    if options.get("solver") == "cupdlpx" and method == "tsmcf":
+        raise A2AError("--solver cupdlpx is for the flow LPs of mcf, mcf-decomp, mcf-extp and pmcf, whose "
+                       "first-order answers are certified by weak duality; tsmcf needs simplex, ipm or pdlp")
     if "solver" in options:
         check_solver(options["solver"])
     fabric = fabric or Fabric()
     topology = apply_link_classes(topology, fabric)
-    check_lp_size(topology, fabric, method, steps=options.get("steps") or 1)
+    check_lp_size(topology, fabric, method, steps=options.get("steps") or 1, solver=options.get("solver", "auto"))
     demand = as_demand(demand, topology.n_hosts)
     return func(topology, fabric, **options) if demand is None else func(topology, fabric, demand=demand, **options)
 
 
-def check_lp_size(topology: Topology, fabric: Fabric, method: str, steps: int = 1) -> None:
+def check_lp_size(topology: Topology, fabric: Fabric, method: str, steps: int = 1, solver: str = "auto") -> None:
     """Refuse, before building it, a flow LP whose estimated memory exceeds :data:`MAX_LP_BYTES`: about
     3 nonzeros per flow variable, one variable per (commodity group, link) — ``N(N-1)`` groups for
     ``mcf`` (eqs. 1–5), ``N`` for the source-grouped LPs (eqs. 6–9, tsMCF per step: ``steps`` given, or
-    counted once) — at :data:`LP_BYTES_PER_NONZERO` each.  The message gives the estimate."""
+    counted once) — at :data:`LP_BYTES_PER_NONZERO` each, or :data:`GPU_LP_BYTES_PER_NONZERO` when
+    ``solver`` is cuPDLPx (given, or ``auto`` where it runs).  The message gives the estimate."""
+    from .gpu import unavailable
+
     n = topology.n_hosts
     links = topology.n_links + (2 * n if fabric.host_bw is not None else 0)  # host–NIC links of Fig. 2
     groups = n * (n - 1) if method == "mcf" else n
     nnz = 3 * groups * links * steps
-    need = nnz * LP_BYTES_PER_NONZERO
+    on_gpu = solver == "cupdlpx" or (solver == "auto" and method != "tsmcf" and unavailable() is None)
+    need = nnz * (GPU_LP_BYTES_PER_NONZERO if on_gpu else LP_BYTES_PER_NONZERO)
     if need > MAX_LP_BYTES:
         per_step = f" x {steps} steps" if steps > 1 else ""
         raise A2AError(f"{topology.spec}: the {method} LP would have about {nnz:.1e} nonzeros ({groups} commodity "

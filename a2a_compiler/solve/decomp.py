@@ -35,11 +35,12 @@ from ..fabric import Fabric
 from ..progress import tick_of
 from ..topology.model import Topology
 from .certificate import Routing, decompose_commodities, decompose_flow, dual_upper_bound, solve_graph
+from .gpu import unavailable
 from .lp import WAKE_INTERVAL, solve_lp
-from .mcf import DEFAULT_SOLVER, finish, flow_lp, pick_solver, solve_flow_lp
+from .mcf import DEFAULT_SOLVER, PDLP_ABOVE_NNZ, certify_routing, finish, flow_lp, lp_info, pick_solver, solve_flow_lp
 from .pricing import PRICING_MODES, ROUND_SOLVERS, priced_master_lp
 from .result import FlowSolution
-from .symmetry import Symmetry, find_symmetry, wanted
+from .symmetry import AUTO_MIN_COLUMNS, Symmetry, find_symmetry, wanted
 
 CHILD_MODES = ("paths", "lp")
 
@@ -77,7 +78,7 @@ def split_source(graph: Topology, source: int, flow: np.ndarray, child: str = "p
     col_fixed = np.zeros(A.shape[1])
     col_fixed[0] = 1.0
     res = solve_lp(c, A, lower, upper, col_fixed, np.where(col_fixed > 0, 1.0, np.inf),
-                   solver=pick_solver(solver, A.nnz), options={"presolve": "on"},
+                   solver=pick_solver("auto" if solver == "cupdlpx" else solver, A.nnz), options={"presolve": "on"},
                    inexact_ok=True)
     flows = res.x[1:].reshape(len(dests), graph.n_links)
     return decompose_commodities(graph, np.full(len(dests), source), dests, flows, amount)
@@ -199,7 +200,7 @@ def split_sources(graph: Topology, sources: np.ndarray, flows: np.ndarray, *, ch
 
 def mcf_decomp(topology: Topology, fabric: Fabric | None = None, *, solver: str = DEFAULT_SOLVER,
                child: str = "paths", workers: int = 1, mpi: bool = False, symmetry: str | bool = "auto",
-               pricing: str = "off", progress=None, demand=None) -> FlowSolution:
+               pricing: str = "auto", progress=None, demand=None) -> FlowSolution:
     """Optimal all-to-all concurrent flow by the decomposed MCF (eqs. 6–9, then 10–14 or paths).
 
     Same optimum as :func:`~a2a_compiler.solve.mcf.mcf`; the per-commodity flows
@@ -214,7 +215,10 @@ def mcf_decomp(topology: Topology, fabric: Fabric | None = None, *, solver: str 
     invariant (:meth:`~a2a_compiler.solve.symmetry.Symmetry.stabiliser`, checked
     entry by entry).  ``pricing="on"`` solves the plain master LP by arc pricing instead
     (:func:`~a2a_compiler.solve.pricing.priced_master_lp`; no symmetry search): same optimum, a
-    fraction of the columns, but flows that may differ between SciPy releases.
+    fraction of the columns, but flows that may differ between SciPy releases; ``"auto"`` (the default) chooses
+    (:func:`choose_master`: pricing for large fabrics without symmetry), ``"off"`` never prices.  A first-order
+    master LP (PDLP, cuPDLPx) is certified by :func:`~.first_order.solve_certified`'s tolerance schedule.
+    ``info["master"]`` and ``info["master_choice"]`` say which master LP was solved and why.
     """
     if child not in CHILD_MODES:
         raise A2AError(f"unknown child mode {child!r}; choose one of {', '.join(CHILD_MODES)}")
@@ -225,18 +229,21 @@ def mcf_decomp(topology: Topology, fabric: Fabric | None = None, *, solver: str 
     if pricing == "on" and symmetry in ("on", True):
         raise A2AError("--pricing on prices the plain master LP; it excludes --symmetry on")
     if pricing == "on" and solver not in ("auto", *ROUND_SOLVERS):
-        raise A2AError(f"--pricing on solves its restricted master LPs by interior point (IPX or HiPO) or PDLP; "
-                       f"it excludes --solver {solver}")
+        raise A2AError(f"--pricing on solves its restricted master LPs by interior point (IPX or HiPO), PDLP or "
+                       f"cuPDLPx; it excludes --solver {solver}")
     fabric, aug, _, _ = solve_graph(topology, fabric)
     g = aug.topology
     nh = g.n_hosts
     t0 = time.perf_counter()
-    sym = (find_symmetry(topology, g, aug.node_origin) if pricing != "on" and wanted(symmetry, nh * g.n_links)
-           else Symmetry.trivial(g))
+    searched = pricing != "on" and wanted(symmetry, nh * g.n_links)
+    sym = find_symmetry(topology, g, aug.node_origin) if searched else Symmetry.trivial(g)
     if demand is not None:
         sym = sym.stabiliser(demand)
     if progress and sym.order > 1:
         progress(f"symmetry: {sym.family}; master LP over {len(sym.reps)} of {nh} sources")
+    master, why = choose_master(pricing, symmetry, searched, sym, solver, nh * g.n_links)
+    if progress:
+        progress(f"master LP: {master} ({why})")
     reps = sym.reps
     k, d = np.divmod(np.arange(len(reps) * nh), nh)
     amounts = None if demand is None else np.asarray(demand.volumes)[reps]
@@ -244,25 +251,67 @@ def mcf_decomp(topology: Topology, fabric: Fabric | None = None, *, solver: str 
     off = (d != reps[k]) & (amount > 0)
     sinks = sp.coo_array((amount[off], (k[off], d[off])), shape=(len(reps), g.n_nodes))
     t_sym = time.perf_counter() - t0
-    priced = pricing == "on"
+    priced = master == "priced"
+
+    def split(flows):        # the representatives' paths (§3.1.2 step 2), moved to every source
+        return sym.expand_routing(split_sources(g, reps, flows, child=child, solver=solver, workers=workers,
+                                                mpi=mpi, progress=progress, amounts=amounts), nh)
+
+    def certify(flows, lengths):
+        routing = split(flows)
+        return certify_routing(routing, g, demand)[1], dual_upper_bound(g, lengths, demand), routing
+
+    cert = None
     if priced:
         U, flows, lengths, res, build, pricing_info = priced_master_lp(g, sinks, volumes=amounts, demand=demand,
                                                                        solver=solver, progress=progress)
     else:
-        U, flows, lengths, res, build = solve_flow_lp(g, reps, sinks, solver=solver, progress=progress,
-                                                      symmetry=sym, label="master LP")
+        U, flows, lengths, res, build, cert = solve_flow_lp(g, reps, sinks, solver=solver, progress=progress,
+                                                            symmetry=sym, label="master LP", certify=certify)
         pricing_info = {}
     t0 = time.perf_counter()
-    ub = dual_upper_bound(g, lengths, demand)
-    t1 = time.perf_counter()
-    routing = split_sources(g, reps, flows, child=child, solver=solver, workers=workers, mpi=mpi, progress=progress,
-                            amounts=amounts)
-    routing = sym.expand_routing(routing, nh)
+    if cert is None:
+        ub = dual_upper_bound(g, lengths, demand)
+        t1 = time.perf_counter()
+        routing = split(flows)
+        certified = {}
+    else:
+        routing, ub, certified = cert
+        certified = dict(certified)
+        t1 = t0 - certified.pop("certify_seconds")
     timings = {"symmetry": t_sym, **({"seed": pricing_info.pop("seed_seconds")} if priced else {}),
-               "build": build, "lp": res.seconds, "bound": t1 - t0,
-               "split": time.perf_counter() - t1}
+               "build": build, "lp": res.seconds, **({"bound": t1 - t0} if cert is None else {}),
+               "split": time.perf_counter() - t1}   # with the schedule: every solve's bound and split
     info = {"solver": res.solver, "lp_status": res.status, "child": child, "workers": workers, "mpi": mpi,
             "symmetry": sym.summary(), "lp_rows": int(len(res.row_value)), "lp_columns": int(len(res.x)),
             "lp_iterations": res.iterations, "lp_concurrent_flow": float(1 / U),
-            "master": "priced" if priced else "quotient" if sym.order > 1 else "full", **pricing_info}
+            "master": master, "master_choice": why, **pricing_info, **lp_info(res, certified)}
     return finish("mcf-decomp", topology, fabric, aug, routing, ub, timings, info, demand=demand)
+
+
+def choose_master(pricing: str, symmetry, searched: bool, sym: Symmetry, solver: str,
+                  plain_columns: int) -> tuple[str, str]:
+    """Which master LP :func:`mcf_decomp` solves, and why: ``"priced"`` (arc pricing,
+    :func:`~.pricing.priced_master_lp`), ``"quotient"`` (by the symmetry ``sym``) or ``"full"``.
+
+    ``pricing="auto"`` (the default) prices when the symmetry search ran (``searched``: ``symmetry`` is not
+    off and the plain master LP has more than :data:`~.symmetry.AUTO_MIN_COLUMNS` columns) and found no
+    automorphism group, unless the solver cannot price or the full master LP (about 3 nonzeros per
+    column) goes to cuPDLPx on a GPU, which needs no column generation (:func:`~.mcf.pick_solver`).
+    Smaller LPs keep the full master LP: they take under a second, and pricing's seed is not bit-identical
+    across SciPy releases (:mod:`.pricing`)."""
+    if pricing == "on":
+        return "priced", "--pricing on"
+    if sym.order > 1:
+        return "quotient", f"symmetry of order {sym.order}"
+    if pricing == "off":
+        return "full", "--pricing off"
+    if not searched:
+        return "full", ("--symmetry off" if symmetry in ("off", False) else
+                        f"{plain_columns} columns, at most {AUTO_MIN_COLUMNS}: no symmetry search")
+    if solver not in ("auto", *ROUND_SOLVERS):
+        return "full", f"no symmetry found; --solver {solver} does not price"
+    if pick_solver(solver, 3 * plain_columns) == "cupdlpx":
+        return "full", "no symmetry found; the full master LP on the GPU"
+    gpu = unavailable() if solver == "auto" and 3 * plain_columns > PDLP_ABOVE_NNZ else None
+    return "priced", "no symmetry found: arc pricing" + (f" (not on a GPU: {gpu})" if gpu else "")

@@ -26,7 +26,8 @@ certified by them except the weak-duality bound they give, which is exact.  They
 are snapped (:func:`~a2a_compiler.numeric.snap`), so the choices made from them are
 the same wherever the lengths are; but the lengths themselves come from L-BFGS-B
 and BLAS, which differ between SciPy releases and CPU kernels (measured in
-docs/solver.md), which is why arc pricing is opt-in.
+docs/solver.md), which is why arc pricing is the default only where the alternative is slow
+(:func:`~a2a_compiler.solve.decomp.choose_master`).
 """
 
 from __future__ import annotations

@@ -13,9 +13,12 @@ reporter, HiGHS's log lines arrive through its logging callback (never on the
 console) and become iteration/objective ticks.
 
 PDLP (cuPDLP-C) polls no interrupt callback and prints its log on the C
-``stdout``, so it runs in a child interpreter instead (:func:`_run_pdlp`):
+``stdout``, so it runs in a child interpreter instead (:func:`run_child`):
 Ctrl-C kills the child, and the child's ``stdout`` — a pipe, never the
 command's own — is read for restart and iteration lines, which become ticks.
+cuPDLPx on a GPU (``solver="cupdlpx"``, :mod:`.gpu`) runs the same way: it also
+ends the whole process on a CUDA error (``exit(EXIT_FAILURE)``), which in a child
+becomes one error line.
 """
 
 from __future__ import annotations
@@ -67,7 +70,11 @@ SOLVERS = {
     "hipo": {"solver": "hipo", "run_crossover": "off", "presolve": "off", "ipm_optimality_tolerance": 1e-7},
     "pdlp": {"solver": "pdlp", "pdlp_optimality_tolerance": 1e-5, "primal_feasibility_tolerance": 1e-5,
              "dual_feasibility_tolerance": 1e-5},
+    "cupdlpx": {"solver": "cupdlpx"},
 }
+#: First-order solvers: they stop at a relative ``tolerance`` (:func:`solve_lp`) and their answers are certified
+#: by :mod:`.first_order`'s tolerance schedule.
+FIRST_ORDER = ("pdlp", "cupdlpx")
 #: Solvers whose answer is a vertex: :func:`solve_lp` replaces it by the canonical optimal vertex
 #: (:func:`_canonical_vertex`), so that it does not depend on the HiGHS release.  Interior points
 #: (``ipm``, ``pdlp``) are kept: IPX returned bit-identical points from highspy 1.8 to 1.16.
@@ -113,6 +120,10 @@ def check_solver(solver: str) -> None:
     """Raise :class:`A2AError` unless ``solver`` is one of :data:`SOLVERS` that this install runs."""
     if solver not in SOLVERS:
         raise A2AError(f"unknown LP solver {solver!r}; choose one of {', '.join(SOLVERS)}")
+    if solver == "cupdlpx":
+        from .gpu import check_cupdlpx
+
+        check_cupdlpx()
     if solver == "hipo" and not hipo_available():
         raise A2AError(f"the hipo solver needs highspy-extras of highspy's own release (highspy "
                        f"{metadata.version('highspy')} is installed): install the hipo extra, "
@@ -192,6 +203,7 @@ class LPResult:
     seconds: float
     iterations: int
     solver: str = ""
+    device_seconds: float | None = None   # cuPDLPx: the solver's own time on the GPU
 
 
 def _pass_model(h, c, A, row_lower, row_upper, col_lower, col_upper, maximize: bool,
@@ -231,6 +243,8 @@ def solve_lp(
     options: dict | None = None,
     time_limit: float | None = None,
     inexact_ok: bool = False,
+    tolerance: float | None = None,
+    start: LPResult | None = None,
     label: str = "LP",
     progress=None,
 ) -> LPResult:
@@ -242,8 +256,11 @@ def solve_lp(
     repair), ``"hipo"`` (the same by HiPO, HiGHS's interior point with a direct factorisation, where
     :func:`hipo_available`), ``"ipm-crossover"``, ``"pdlp"``
     (first-order, low memory; with ``options={"presolve": "on"}`` on the LP as HiGHS presolves it for
-    its other solvers, then postsolved) or ``"auto"`` (HiGHS chooses).  Extra HiGHS options
-    go in ``options``.  Raises :class:`A2AError` unless HiGHS reports an optimal model
+    its other solvers, then postsolved), ``"cupdlpx"`` (first-order on a GPU, :mod:`.gpu`) or ``"auto"``
+    (HiGHS chooses).  Extra HiGHS options go in ``options`` (cuPDLPx: ``{"presolve": True}``).  A first-order
+    solver (:data:`FIRST_ORDER`) stops at the relative ``tolerance`` when given, and cuPDLPx warm-starts from
+    ``start``'s primal and duals (the same LP, or one with the same rows).  Raises :class:`A2AError` unless
+    HiGHS reports an optimal model
     — or, with ``inexact_ok``, an "Unknown" status (IPM/PDLP stopped outside HiGHS's
     own tolerances) that still carries a primal and dual point, for callers that
     repair the primal and certify the bound themselves.  ``progress`` receives
@@ -252,13 +269,17 @@ def solve_lp(
     """
     check_solver(solver)
     settings = {**SOLVERS[solver], **({"time_limit": float(time_limit)} if time_limit is not None else {}),
-                **(options or {})}
+                **(_tolerance_options(solver, tolerance) if tolerance is not None else {}), **(options or {})}
     A = sp.csc_array(A)
     model = (c, A, row_lower, row_upper, col_lower, col_upper, maximize)
     n_row, n_col = A.shape
     t0 = time.perf_counter()
-    if settings.get("solver") == "pdlp":
-        out = _run_pdlp(settings, model, label, progress)
+    if solver == "cupdlpx":
+        from .gpu import run_cupdlpx
+
+        out = run_cupdlpx(settings, model, start, label, progress)
+    elif settings.get("solver") == "pdlp":
+        out = run_child(f"{__name__}:_pdlp_main", (settings, model), label, progress, _pdlp_tick, "PDLP")
     else:
         h = quiet_highs()
         for key, value in settings.items():
@@ -280,7 +301,17 @@ def solve_lp(
         seconds = time.perf_counter() - t0
     return LPResult(x=x, row_value=row_value, row_dual=out.row_dual, col_dual=out.col_dual,
                     objective=out.objective, status=out.status, seconds=seconds, iterations=iterations,
-                    solver=solver)
+                    solver=solver, device_seconds=out.device_seconds)
+
+
+def _tolerance_options(solver: str, tolerance: float) -> dict:
+    """The settings that make first-order ``solver`` stop at relative ``tolerance``."""
+    if solver == "pdlp":
+        return {"pdlp_optimality_tolerance": tolerance, "primal_feasibility_tolerance": tolerance,
+                "dual_feasibility_tolerance": tolerance}
+    if solver == "cupdlpx":
+        return {"tolerance": tolerance}
+    raise ValueError(f"{solver} is not a first-order solver")
 
 
 @dataclass(frozen=True, eq=False)
@@ -298,6 +329,7 @@ class _Outcome:
     row_value: np.ndarray
     row_dual: np.ndarray
     col_dual: np.ndarray
+    device_seconds: float | None = None
 
     @classmethod
     def of(cls, h: highspy.Highs) -> "_Outcome":
@@ -309,19 +341,27 @@ class _Outcome:
                                                           sol.col_dual)))
 
 
-def _pdlp_main(result_fd: int, parent: int) -> None:
-    """The PDLP child process of :func:`_run_pdlp` (``parent``: its PID): settings and model (pickled) on
-    stdin; cuPDLP-C's log on stdout, line by line; the :class:`_Outcome` (pickled) on ``result_fd``.  It
-    ends with its parent, however that ends (on Linux: ``PR_SET_PDEATHSIG``; SIGKILL leaves the parent no
-    ``finally`` to stop it in)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)        # the parent takes Ctrl-C and terminates this process
+def child_prologue(parent: int):
+    """The start of a solver child of :func:`run_child` (``parent``: its PID): Ctrl-C is left to the parent,
+    which terminates the child; the child ends with its parent however that ends (on Linux:
+    ``PR_SET_PDEATHSIG``; SIGKILL leaves the parent no ``finally`` to stop it in); the C ``stdout`` is
+    line-buffered, so every log line reaches the parent as it is printed.  Returns the C library."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     libc = ctypes.CDLL(None)
     if sys.platform == "linux":
         libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
         if os.getppid() != parent:                      # it died before the line above
             os._exit(1)
+    libc.setvbuf(ctypes.c_void_p.in_dll(libc, "stdout"), None, 1, 0)   # _IOLBF
+    return libc
+
+
+def _pdlp_main(result_fd: int, parent: int) -> None:
+    """The PDLP child process of :func:`run_child`: settings and model (pickled) on stdin; cuPDLP-C's log
+    on stdout, line by line; the :class:`_Outcome` (pickled) on ``result_fd``."""
+    child_prologue(parent)
     settings, model = pickle.load(sys.stdin.buffer)
-    libc.setvbuf(ctypes.c_void_p.in_dll(libc, "stdout"), None, 1, 0)   # _IOLBF: every line as it is printed
+
     def highs(options):
         h = quiet_highs()
         for key, value in options.items():
@@ -351,22 +391,36 @@ def _pdlp_main(result_fd: int, parent: int) -> None:
         pickle.dump(outcome, out, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def _run_pdlp(settings: dict, model: tuple, label: str, progress) -> _Outcome:
-    """Run PDLP in a child process: Ctrl-C terminates it at once (cuPDLP-C polls no interrupt
-    callback), and its log, which cuPDLP-C prints on the C ``stdout`` (the child's, a pipe), becomes
-    ``progress`` ticks (``"{label}: iteration k, objective z"`` from iteration rows,
-    ``"{label}: iteration k (restart)"``).  The child is a fresh interpreter (not a fork of this
-    process, whose HiGHS threads may hold locks), importing this package from where it is."""
+def _pdlp_tick(label: str, line: str) -> str | None:
+    """A progress tick from a line of cuPDLP-C's log: an iteration row or a restart note."""
+    m, r = _PDLP_ITERATION.match(line), _PDLP_RESTART.match(line)
+    if m:
+        return f"{label}: iteration {int(m[1])}, objective {float(m[2]):.9g}"
+    if r:
+        return f"{label}: iteration {int(r[1])} (restart)"
+    return None
+
+
+def run_child(entry: str, payload, label: str, progress, tick_line, name: str) -> _Outcome:
+    """Run solver ``name`` in a child interpreter, ``entry`` (``"module:function"``, called with the result
+    pipe and this PID; it begins with :func:`child_prologue`), sending it ``payload`` (pickled, on stdin).
+    Ctrl-C terminates it at once (cuPDLP-C and cuPDLPx poll no interrupt callback); its log on the C
+    ``stdout`` (the child's, a pipe) becomes ``progress`` ticks through ``tick_line(label, line)``; its
+    answer, an :class:`_Outcome`, comes back pickled.  Without one, :class:`A2AError` names the exit status
+    and the child's last ``stderr`` line (cuPDLPx prints its CUDA error there, then exits).  The child
+    is a fresh interpreter (not a fork of this process, whose HiGHS threads may hold locks), importing
+    this package from where it is."""
+    module, func = entry.split(":")
     read_fd, write_fd = os.pipe()
     root = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
-    proc = subprocess.Popen([sys.executable, "-c",
-                             f"from {__name__} import _pdlp_main; _pdlp_main({write_fd}, {os.getpid()})"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    proc = subprocess.Popen([sys.executable, "-c", f"from {module} import {func}; {func}({write_fd}, {os.getpid()})"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             pass_fds=(write_fd,), env=env)
     os.close(write_fd)
     lines: queue.SimpleQueue = queue.SimpleQueue()
     answer: list[bytes] = []
+    errors: list[str] = []
 
     def read_result():
         with os.fdopen(read_fd, "rb") as f:
@@ -376,23 +430,29 @@ def _run_pdlp(settings: dict, model: tuple, label: str, progress) -> _Outcome:
         for line in proc.stdout:
             lines.put(line.decode(errors="replace"))
 
-    readers = [threading.Thread(target=t, daemon=True) for t in (read_result, read_log)]
+    def read_errors():
+        for line in proc.stderr:
+            if line.strip():
+                errors[:] = [line.decode(errors="replace").strip()]
+
+    readers = [threading.Thread(target=t, daemon=True) for t in (read_result, read_log, read_errors)]
     for t in readers:
         t.start()
     tick = tick_of(progress)
     try:
-        with proc.stdin:
-            pickle.dump((settings, model), proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+        try:
+            with proc.stdin:
+                pickle.dump(payload, proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+        except BrokenPipeError:
+            pass                       # the child ended early: its exit status and stderr say why
         while proc.poll() is None or not lines.empty():
             try:
                 line = lines.get(timeout=WAKE_INTERVAL)
             except queue.Empty:
                 continue
-            m, r = _PDLP_ITERATION.match(line), _PDLP_RESTART.match(line)
-            if tick is not None and m:
-                tick(f"{label}: iteration {int(m[1])}, objective {float(m[2]):.9g}")
-            elif tick is not None and r:
-                tick(f"{label}: iteration {int(r[1])} (restart)")
+            message = tick_line(label, line) if tick is not None else None
+            if message:
+                tick(message)
         for t in readers:
             t.join()
     except BaseException:
@@ -400,7 +460,8 @@ def _run_pdlp(settings: dict, model: tuple, label: str, progress) -> _Outcome:
         proc.wait()
         raise
     if proc.returncode != 0 or not answer or not answer[0]:
-        raise A2AError(f"{label}: the PDLP process ended without an answer (exit status {proc.returncode})")
+        why = f": {errors[-1]}" if errors else ""
+        raise A2AError(f"{label}: the {name} process ended without an answer (exit status {proc.returncode}){why}")
     return pickle.loads(answer[0])
 
 

@@ -18,7 +18,9 @@ from ..fabric import Fabric
 from ..topology.model import Topology
 from .certificate import (Routing, certified_flow, commodity_volume, conservation_error, decompose_commodities,
                           dual_upper_bound, solve_graph, with_fallback)
-from .lp import INF, solve_lp
+from .first_order import solve_certified
+from .gpu import unavailable
+from .lp import FIRST_ORDER, INF, solve_lp
 from .result import FlowSolution
 from .symmetry import Symmetry
 
@@ -30,12 +32,21 @@ DEFAULT_SOLVER = "auto"
 PDLP_ABOVE_NNZ = 2_000_000
 
 
-def pick_solver(solver: str, nnz: int) -> str:
+def pick_solver(solver: str, nnz: int, progress=None, label: str = "LP") -> str:
     """Resolve ``"auto"`` for a flow LP: interior point (certified gap ~1e-8) up to
-    :data:`PDLP_ABOVE_NNZ` nonzeros, PDLP (first-order, gap ~1e-4) above."""
+    :data:`PDLP_ABOVE_NNZ` nonzeros; above, a first-order solver certified by :mod:`.first_order`'s
+    schedule: cuPDLPx when it imports and a CUDA device answers (:func:`.gpu.unavailable`), else PDLP,
+    with one ``progress`` line saying why not on the GPU."""
     if solver != "auto":
         return solver
-    return "ipm" if nnz <= PDLP_ABOVE_NNZ else "pdlp"
+    if nnz <= PDLP_ABOVE_NNZ:
+        return "ipm"
+    why = unavailable()
+    if why is None:
+        return "cupdlpx"
+    if progress:
+        progress(f"{label}: not on a GPU ({why}); solving with pdlp")
+    return "pdlp"
 
 
 def flow_lp(topology: Topology, sources: np.ndarray, sinks, capacity: np.ndarray | None = None,
@@ -91,29 +102,59 @@ def flow_lp(topology: Topology, sources: np.ndarray, sinks, capacity: np.ndarray
 
 
 def solve_flow_lp(topology: Topology, sources: np.ndarray, sinks, *, solver: str, progress=None,
-                  symmetry: Symmetry | None = None, label: str = "LP"):
+                  symmetry: Symmetry | None = None, label: str = "LP", certify=None):
     """Minimise congestion ``U`` over :func:`flow_lp` (``solver`` via :func:`pick_solver`).
 
-    Returns ``(U, flows K x E, dual link lengths, LPResult, build seconds)``; the
+    Returns ``(U, flows K x E, dual link lengths, LPResult, build seconds, certificate)``; the
     solver actually used is ``LPResult.solver``.  With ``symmetry`` the lengths
-    are its orbit duals spread over the links (:meth:`Symmetry.lengths`).
+    are its orbit duals spread over the links (:meth:`Symmetry.lengths`).  A first-order solver
+    (:data:`~.lp.FIRST_ORDER`) with ``certify`` (``(flows, lengths) -> (F, bound, routing)``) runs
+    :func:`~.first_order.solve_certified`'s tolerance schedule, and ``certificate`` is its
+    ``(routing, bound, info)``; otherwise ``None``.
     """
     t0 = time.perf_counter()
     A, lower, upper = flow_lp(topology, sources, sinks, symmetry=symmetry)
     build = time.perf_counter() - t0
-    solver = pick_solver(solver, A.nnz)
+    solver = pick_solver(solver, A.nnz, progress, label)
     if progress:
         progress(f"{label}: {A.shape[0]} rows, {A.shape[1]} columns, {A.nnz} nonzeros; solving with {solver}")
     c = np.zeros(A.shape[1])
     c[0] = 1.0
-    res = solve_lp(c, A, lower, upper, solver=solver, inexact_ok=True, label=label, progress=progress)
-    if progress:
-        progress(f"{label}: solved in {res.seconds:.1f} s ({res.iterations} iterations), F = {1 / res.x[0]:.9g}")
     E = topology.n_links
-    flows = res.x[1:].reshape(len(sources), E)
     C = E if symmetry is None else symmetry.n_classes
-    duals = res.row_dual[:C]
-    return res.x[0], flows, np.abs(duals) if symmetry is None else symmetry.lengths(duals), res, build
+
+    def solve_at(tolerance=None, start=None):
+        res = solve_lp(c, A, lower, upper, solver=solver, inexact_ok=True, tolerance=tolerance, start=start,
+                       label=label, progress=progress)
+        if progress:
+            on_gpu = f", {res.device_seconds:.1f} s on the GPU" if res.device_seconds is not None else ""
+            progress(f"{label}: solved in {res.seconds:.1f} s{on_gpu} ({res.iterations} iterations), "
+                     f"F = {1 / res.x[0]:.9g}")
+        flows = res.x[1:].reshape(len(sources), E)
+        duals = res.row_dual[:C]
+        lengths = np.abs(duals) if symmetry is None else symmetry.lengths(duals)
+        return res.x[0], flows, lengths, res, build
+
+    if certify is not None and solver in FIRST_ORDER:
+        return solve_certified(solve_at, certify, progress=progress, label=label)
+    return *solve_at(), None
+
+
+def certify_routing(routing: Routing, graph: Topology, demand=None) -> tuple[Routing, float]:
+    """The primal certificate of a routing on the solve graph: pairs of volume 0 given a min-hop route, every
+    pair's weights normalised to its demand, and ``F`` recomputed from the paths against every capacity."""
+    volume = commodity_volume(demand, graph.n_hosts)
+    if volume is not None:
+        routing = with_fallback(routing, graph, volume)
+    routing = routing.normalised(graph.n_hosts)
+    F, _ = certified_flow(routing, graph, volume)
+    return routing, F
+
+
+def lp_info(res, certified: dict) -> dict:
+    """What a solve's JSON says of a first-order LP: the schedule's ``certified`` info and the GPU seconds."""
+    gpu = {} if res.device_seconds is None else {"lp_device_seconds": res.device_seconds}
+    return {**certified, **gpu}
 
 
 def finish(method: str, base: Topology, fabric: Fabric, aug, routing: Routing, upper_bound: float,
@@ -127,11 +168,7 @@ def finish(method: str, base: Topology, fabric: Fabric, aug, routing: Routing, u
     """
     t0 = time.perf_counter()
     g = aug.topology
-    volume = commodity_volume(demand, g.n_hosts)
-    if volume is not None:
-        routing = with_fallback(routing, g, volume)
-    routing = routing.normalised(g.n_hosts)
-    F, _ = certified_flow(routing, g, volume)
+    routing, F = certify_routing(routing, g, demand)
     flows = routing.link_flow_matrix(g.n_hosts, aug.link_origin, base.n_links)
     error = conservation_error(flows, base)
     if error > 1e-9:  # paths conserve by construction: this would be a bug, not bad input
@@ -172,12 +209,22 @@ def mcf(topology: Topology, fabric: Fabric | None = None, *, solver: str = DEFAU
         amount = demand.of_pairs(s, d)
         s, d, amount = s[amount > 0], d[amount > 0], amount[amount > 0]
     sinks = sp.coo_array((amount, (np.arange(len(s)), d)), shape=(len(s), g.n_nodes))
-    U, flows, lengths, res, build = solve_flow_lp(g, s, sinks, solver=solver, progress=progress)
+
+    def certify(flows, lengths):
+        routing = decompose_commodities(g, s, d, flows, amount)
+        return certify_routing(routing, g, demand)[1], dual_upper_bound(g, lengths, demand), routing
+
+    U, flows, lengths, res, build, cert = solve_flow_lp(g, s, sinks, solver=solver, progress=progress,
+                                                       certify=certify)
     t0 = time.perf_counter()
-    ub = dual_upper_bound(g, lengths, demand)
-    routing = decompose_commodities(g, s, d, flows, amount)
-    timings = {"build": build, "lp": res.seconds, "decompose": time.perf_counter() - t0}
+    if cert is None:
+        ub = dual_upper_bound(g, lengths, demand)
+        routing, more = decompose_commodities(g, s, d, flows, amount), {}
+    else:
+        routing, ub, more = cert
+        more = dict(more)
+    timings = {"build": build, "lp": res.seconds,
+               "decompose": more.pop("certify_seconds", 0.0) + time.perf_counter() - t0}
     info = {"solver": res.solver, "lp_status": res.status, "lp_rows": int(len(res.row_value)),
-            "lp_columns": int(len(res.x)),
-            "lp_concurrent_flow": float(1 / U)}
+            "lp_columns": int(len(res.x)), "lp_concurrent_flow": float(1 / U), **lp_info(res, more)}
     return finish("mcf", topology, fabric, aug, routing, ub, timings, info, demand=demand)

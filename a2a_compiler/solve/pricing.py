@@ -21,10 +21,12 @@ Ford & Fulkerson 1958, Jones, Lustig, Farvolden & Powell 1993):
    then sit on one bottleneck and price in a few columns a round), so the next round also gets the
    arcs within twice the slack under the best lengths.
 
-Not the default, for determinism: the seed comes from SciPy's L-BFGS-B, whose iterates differ
+The default only for fabrics without symmetry whose plain master LP is large
+(:func:`~.decomp.choose_master`): the seed comes from SciPy's L-BFGS-B, whose iterates differ
 between SciPy releases (measured on jellyfish:128,4,seed=1: SciPy 1.15.3 and 1.17.1 seed 7 of
 18 600 columns differently), so the optimum ``F`` and the bound agree everywhere but the flows
-(and schedules compiled from them) may not.
+(and schedules compiled from them) may differ between SciPy releases; on one install the same
+input gives the same bytes.
 
 Certified as before: the capacity duals of each round and the seed lengths are
 link lengths, and :func:`~.certificate.dual_upper_bound` turns the best into a
@@ -45,7 +47,7 @@ from ..progress import tick_of
 from ..topology.model import Topology
 from .certificate import dual_upper_bound
 from .free_energy import free_energy_lengths
-from .lp import solve_lp
+from .lp import FIRST_ORDER, solve_lp
 from .mcf import flow_lp, pick_solver
 
 #: A source's seed arcs: ``dist(s, u) + l(u→v) <= dist(s, v) + SEED_SLACK·median(l)`` under the
@@ -74,7 +76,7 @@ GAP = 8e-7
 #: is faster (the second round 1.5 s against 5.5 s for PDLP's 19 720 iterations).  ``--solver hipo`` (HiPO,
 #: the hipo extra) is not picked by size: on the punctured GenKautz(1000,4) its rounds take 62 and 452 s where
 #: PDLP takes 133 and 643 s, but on jellyfish:1000's first round 72 s against PDLP's 20 s (docs/solver.md).
-ROUND_SOLVERS = ("ipm", "hipo", "pdlp")
+ROUND_SOLVERS = ("ipm", "hipo", "pdlp", "cupdlpx")
 #: PDLP's relative tolerance in the rounds, and in those that follow a round within :data:`PDLP_CLOSE_GAP`
 #: of the bound (the last ones): the split repairs PDLP's primal infeasibility at the cost of F.  Measured on
 #: jellyfish:1000,4,seed=1, 5 rounds each: every round at 1e-8 662 s wall, certified gap 3.9e-7; at 1e-7
@@ -86,9 +88,11 @@ PDLP_TOLERANCE, PDLP_FINAL_TOLERANCE, PDLP_CLOSE_GAP = 1e-7, 3e-8, 1e-5
 
 def round_options(solver: str, gap: float) -> dict:
     """HiGHS options of a restricted master LP solved by ``solver`` after a round that left ``gap``."""
-    if solver != "pdlp":
+    if solver not in FIRST_ORDER:
         return {"presolve": "on"}
     tol = PDLP_FINAL_TOLERANCE if gap <= PDLP_CLOSE_GAP else PDLP_TOLERANCE
+    if solver == "cupdlpx":   # its own presolve (PSLP) removes the tree flows as HiGHS's does; not measured
+        return {"presolve": True, "tolerance": tol}
     return {"presolve": "on", "pdlp_optimality_tolerance": tol, "primal_feasibility_tolerance": tol,
             "dual_feasibility_tolerance": tol}
 
@@ -96,7 +100,7 @@ def round_options(solver: str, gap: float) -> dict:
 #: Most pricing rounds (each solves one restricted master).
 MAX_ROUNDS = 30
 #: Values of the ``pricing`` option.
-PRICING_MODES = ("off", "on")
+PRICING_MODES = ("auto", "off", "on")
 
 
 def seed_arcs(graph: Topology, lengths: np.ndarray, slack: float = SEED_SLACK) -> np.ndarray:
