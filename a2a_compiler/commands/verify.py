@@ -94,8 +94,10 @@ def register(sub) -> None:
     add_fabric_args(p)
     add_demand_arg(p, "check the schedule as an all-to-allv of this demand matrix (CSV or .npy, N x N; see above; "
                       "default: the demand the file records)")
-    p.add_argument("--target", choices=sorted(TARGETS), default=DEFAULT_TARGET,
-                   help="MSCCL executor whose limits apply: nccl (msccl-executor-nccl, default) or rccl (ROCm)")
+    p.add_argument("--target", choices=sorted(TARGETS),
+                   help="MSCCL executor whose limits and size rule apply: nccl (msccl-executor-nccl) or rccl (ROCm); "
+                        "default: the one the file records ('a2a compile --target'), else nccl; one that differs "
+                        "from the record is a warning")
     p.add_argument("--no-lp", action="store_true", help="do not solve the link MCF (mcf_time is then the recorded one)")
     p.add_argument("--deadlock-free", action="store_true",
                    help="MPI path files: prove the routes' channel dependency graph over (link, virtual channel) "
@@ -218,7 +220,10 @@ def _human(report) -> str:
     rec = report.record
     if rec is not None:
         lines.append(f"  compiled for       {rec.spec}, {rec.method}; {rec.fabric.describe()}"
-                     + ("" if rec.demand is None else f"; all-to-allv of demand sha256 {rec.demand['sha256'][:12]}"))
+                     + ("" if rec.demand is None else f"; all-to-allv of demand sha256 {rec.demand['sha256'][:12]}")
+                     + ("" if rec.target is None else f"; target {rec.target}"))
+    if report.size_rule is not None:
+        lines.append(f"  sizes              {report.size_rule.describe()}")
     for check in CHECKS:
         errs = report.errors[check]
         status = f"skipped ({report.skipped[check]})" if check in report.skipped else \
