@@ -428,6 +428,10 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
         from .formats.msccl_rules import is_power_of_two
 
         restrict = not any_chunks and (emit == "mscclpp" or emit == "msccl" and target is not None)
+        if restrict and not is_power_of_two(instances or 1):
+            raise A2AError(f"--instances {instances} with --target: the chunks per peer (C x {instances}) are never a "
+                           f"power of two, so {target} would select the file at no power-of-two size; use a "
+                           f"power-of-two --instances, or --any-chunks")
         search = ChunkSearch((lambda C: is_power_of_two(C * (instances or 1))) if restrict else None)
         default_max = RESTRICTED_MAX_CHUNKS if search.accept is not None else 16
         schedule = build_schedule(topology, fab, method, max_chunks=default_max if max_chunks is None else max_chunks,

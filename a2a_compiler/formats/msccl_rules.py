@@ -513,6 +513,8 @@ def _ranges(ids: list[int]) -> str:
 TYPICAL_PEER_BYTES = (1 << 20, 64 << 20)
 #: Element sizes (bytes) of the collective libraries' data types: int8/fp8, half/bf16, float/int32, double/int64.
 ELEMENT_BYTES = (1, 2, 4, 8)
+#: Largest power of two (bytes per peer) the size rules are described up to: 1 TiB.
+MAX_POWER = 40
 
 
 @dataclass(frozen=True)
@@ -543,6 +545,12 @@ class SizeRule:
         """The :data:`TYPICAL_PEER_BYTES` it is selected at, whatever the data type (:data:`ELEMENT_BYTES`)."""
         return tuple(b for b in TYPICAL_PEER_BYTES if all(self.admits(b, s) for s in ELEMENT_BYTES))
 
+    def powers_of_two(self) -> tuple[int, int] | None:
+        """The smallest and largest power-of-two per-peer size (up to 2^:data:`MAX_POWER` bytes) it is selected
+        at whatever the data type, ``None`` when there is none: the sizes users send."""
+        ok = [1 << k for k in range(MAX_POWER + 1) if all(self.admits(1 << k, s) for s in ELEMENT_BYTES)]
+        return (ok[0], ok[-1]) if ok else None
+
     def rule(self) -> str:
         """The rule in words: ``per-peer sizes a multiple of 3 elements``, with the byte range if any."""
         unit = "element" if self.per_element else "byte"
@@ -553,27 +561,27 @@ class SizeRule:
         return text
 
     def describe(self) -> str:
-        """One line: the rule, and whether the typical sizes qualify (what runs when they do not)."""
-        ok = self.typical()
-        sizes = " and ".join(_mib(b) for b in TYPICAL_PEER_BYTES)
-        if len(ok) == len(TYPICAL_PEER_BYTES):
-            return f"{self.executor} runs it at {self.rule()}: {sizes} per peer qualify"
-        if ok:
-            return (f"{self.executor} runs it at {self.rule()}: only {' and '.join(map(_mib, ok))} of {sizes} "
-                    f"per peer qualify")
-        return f"{self.executor} runs it at {self.rule()}: not at {sizes.replace(' and ', ' or ')} per peer " \
-               f"({self.otherwise})"
+        """One line: the rule, and the power-of-two sizes it serves (what runs at the others)."""
+        p = self.powers_of_two()
+        if p is None:
+            return f"{self.executor} runs it at {self.rule()}: at no power-of-two size ({self.otherwise})"
+        top = "up" if p[1] == 1 << MAX_POWER else f"to {_size(p[1])}"
+        return f"{self.executor} runs it at {self.rule()}: every power of two from {_size(p[0])} {top} per peer"
 
     def to_json_dict(self) -> dict:
         """``sizes`` of ``compile --json`` and ``verify --json`` (docs/json.md)."""
         return {"executor": self.executor, "quantum": self.quantum,
                 "unit": "elements" if self.per_element else "bytes", "min_total_bytes": self.min_total,
                 "max_total_bytes": self.max_total, "typical_peer_bytes": list(self.typical()),
+                "powers_of_two": None if self.powers_of_two() is None else list(self.powers_of_two()),
                 "rule": self.rule()}
 
 
-def _mib(b: int) -> str:
-    return f"{b >> 20} MiB" if b % (1 << 20) == 0 else f"{b} B"
+def _size(b: int) -> str:
+    for shift, unit in ((40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")):
+        if b >= 1 << shift and b % (1 << shift) == 0:
+            return f"{b >> shift} {unit}"
+    return f"{b} B"
 
 
 def msccl_size_rule(p: MscclProgram, target: str | Target = DEFAULT_TARGET) -> SizeRule:
@@ -628,5 +636,5 @@ def mscclpp_size_rule(p) -> SizeRule:
 
 def is_power_of_two(c: int) -> bool:
     """Whether ``c`` chunks per peer divide every power-of-two count from ``c`` up (what compile's
-    ``--target`` chooses among, so that :data:`TYPICAL_PEER_BYTES` qualify)."""
+    ``--target`` and MSCCL++ plans choose among, so that :data:`TYPICAL_PEER_BYTES` qualify)."""
     return c >= 1 and c & (c - 1) == 0

@@ -371,9 +371,9 @@ def _msccl_target(given: msccl_rules.Target | None, record: Record | None, warni
 
 
 def _size_rule(report: Report, rule: msccl_rules.SizeRule | None) -> None:
-    """Note when the executor runs the file; warn when it runs it at none of the typical sizes."""
+    """Note when the executor runs the file; warn when it runs it at no power-of-two size."""
     report.size_rule = rule
-    if rule is not None and not rule.typical():
+    if rule is not None and rule.powers_of_two() is None:
         report.warnings.append(f"{rule.describe()}; 'a2a compile' with "
                                + ("--target " if report.format == "msccl" else "") + "chooses a count it selects")
 
