@@ -485,8 +485,9 @@ def choose_chunks(res: _Resources, paths: list[list[np.ndarray]], cands: dict, l
                        f"(a2a_compiler.chunk.chunking.MAX_CHUNKS_TOTAL); use at most "
                        f"{max(CHUNK_CANDIDATES[-1], MAX_CHUNKS_TOTAL // len(weights))}")
 
-    def scan(counts_tried):
-        """The best ``(fidelity, C, schedule, counts)`` over ``counts_tried``, stopping at the target or a refusal."""
+    def scan(counts_tried, first=True):
+        """The best ``(fidelity, C, schedule, counts)`` over ``counts_tried``, stopping at the target or a refusal
+        (``first``: the counts allowed, whose stepped fidelity ``search.stepped`` records)."""
         best = None
         for C in counts_tried:
             form = shape(C) if shape is not None else ([C] * len(weights), None, C)
@@ -510,7 +511,7 @@ def choose_chunks(res: _Resources, paths: list[list[np.ndarray]], cands: dict, l
                 break
             if progress:
                 progress(f"chunking: C = {C} -> fidelity {fid:.4f}")
-            if program_time is not None:
+            if program_time is not None and first:
                 steps = ratio(lp_time, asg.time())
                 if search.stepped is None or search.stepped[1] < target - TIE and steps > search.stepped[1] + 1e-12:
                     search.stepped = (C, steps)
@@ -530,7 +531,7 @@ def choose_chunks(res: _Resources, paths: list[list[np.ndarray]], cands: dict, l
     if others and best[0] < target - TIE:
         refused, search.refused = search.refused, None
         try:
-            alt = scan(others)
+            alt = scan(others, first=False)
         except A2AError:
             alt = None
         search.refused = refused
