@@ -119,8 +119,8 @@ class CompileResult:
 
         if not self.default_target or self.fidelity >= FIDELITY_TARGET - TIE:
             return None
-        why = [f"fidelity {fidelity_text(self.fidelity)} is below the default target {FIDELITY_TARGET:g}: the best chunk "
-               f"count tried is C = {self.schedule.chunks_per_shard}"]
+        why = [f"fidelity {fidelity_text(self.fidelity)} is below the default target {FIDELITY_TARGET:g}: the best "
+               f"chunk count tried is C = {self.schedule.chunks_per_shard}"]
         if self.search is not None and self.search.refused:
             why.append(f"{self.search.refused}")
         if self.search is not None and self.search.unrestricted:

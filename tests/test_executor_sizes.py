@@ -146,7 +146,8 @@ def test_mscclpp_refuses_an_unbalanced_demand_before_solving(tmp_path, capsys):
     rows[0, 1:4] = (1, 2, 3)
     u.write_text("\n".join(",".join(f"{v:g}" for v in r) for r in rows) + "\n")
     line = (f"{u}: MSCCL++'s fixed-size buffers need every rank to send and receive the same total, and this "
-            f"matrix's rows and columns differ; use the MPI path format (--emit mpi) or oneCCL-style XML (--emit oneccl)")
+            f"matrix's rows and columns differ; use the MPI path format (--emit mpi) or oneCCL-style XML "
+            f"(--emit oneccl)")
     out = tmp_path / "u.json"
     assert main(["compile", "hypercube:3", "--emit", "mscclpp", "--demand", str(u), "-q", "-o", str(out)]) == 2
     assert capsys.readouterr().err == f"a2a compile: error: {line}\n" and not out.exists()

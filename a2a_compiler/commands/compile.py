@@ -127,7 +127,8 @@ def register(sub) -> None:
     p.add_argument("--name", help="algorithm name written into the file (default SPEC-METHOD)")
     add_output_args(p, "FILE", "the XML", "docs/json.md: valid, format, spec, method, fabric, ranks, chunks_per_shard, "
                                           "program, predicted_time, lp_time, mcf_time, fidelity, mcf_ratio, "
-                                          "output, ...; the same values 'a2a verify FILE --json' prints")
+                                          "target, sizes, fidelity_warning, output, ...; the same values "
+                                          "'a2a verify FILE --json' prints")
     p.set_defaults(func=run)
 
 
@@ -173,9 +174,9 @@ def run(args) -> int:
         print(f"sizes      {result.size_rule.describe()}")
     if "any_chunks" in out:
         a = out["any_chunks"]
-        print(f"trade-off  C = {out['chunks_per_shard']}, a count {out['sizes']['executor']} selects at power-of-two sizes, "
-              f"gives fidelity {fidelity_text(out['fidelity'])}; --any-chunks gives {fidelity_text(a['fidelity'])} at C = "
-              f"{a['chunks_per_shard']}, which it never selects at them")
+        print(f"trade-off  C = {out['chunks_per_shard']}, a count {out['sizes']['executor']} selects at power-of-two "
+              f"sizes, gives fidelity {fidelity_text(out['fidelity'])}; --any-chunks gives "
+              f"{fidelity_text(a['fidelity'])} at C = {a['chunks_per_shard']}, which it never selects at them")
     print("verified   " + ("executor rules, data movement, deadlock freedom, links" if args.emit in ("msccl", "mscclpp")
                            else "data movement, links"))
     print(f"saved      {args.output}")

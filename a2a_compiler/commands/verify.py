@@ -112,7 +112,8 @@ def register(sub) -> None:
                         "stderr: the pre-commit hook passes every staged .xml and .json file")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object per file (docs/json.md): valid, file, format, spec, method, fabric, "
-                        "ranks, chunks_per_shard, program, target, parser_nodes, checks, errors, warnings, overrides, predicted_time, "
+                        "ranks, chunks_per_shard, program, target, sizes, parser_nodes, checks, errors, warnings, "
+                        "overrides, predicted_time, "
                         "lp_time, mcf_time, fidelity, mcf_ratio; several files: {valid, files: [...]}; an "
                         "unreadable file gives valid false and the reason in errors")
     p.add_argument("--junit", metavar="OUT.xml",
