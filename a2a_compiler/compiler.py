@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .chunk.cost import ratio
+from .chunk.cost import fidelity_text, ratio
 from .errors import A2AError
 from .options import flag, refuse_inapplicable
 
@@ -57,6 +57,8 @@ class CompileResult:
     timings: dict = field(default_factory=dict)
     uniform: "CompileResult | None" = None   # all-to-allv: the plain all-to-all compiled alike
     uniform_reused_time: float | None = None  # ... and its program's time under the demand (reused)
+    search: object = None                     # the chunk count search (chunking.ChunkSearch), from a topology
+    default_target: bool = False              # no --min-fidelity: the fidelity target is FIDELITY_TARGET
 
     @property
     def text(self) -> str:
@@ -98,6 +100,39 @@ class CompileResult:
         """``mcf_time / predicted_time`` (<= 1)."""
         return None if self.mcf_time is None else ratio(self.mcf_time, self.predicted_time)
 
+    @property
+    def target(self) -> str | None:
+        """MSCCL: the executor whose limits the file meets (``--target``, default ``nccl``); else ``None``."""
+        return self.report.target
+
+    @property
+    def size_rule(self):
+        """When the executor runs the file (:class:`~a2a_compiler.formats.msccl_rules.SizeRule`; GPU formats)."""
+        return self.report.size_rule
+
+    @property
+    def fidelity_warning(self) -> str | None:
+        """Why the fidelity is below the default target (``None`` when it meets it, or when ``min_fidelity``
+        was given, which refuses instead): the warning ``a2a compile`` prints before exiting 1."""
+        from .chunk.chunking import FIDELITY_TARGET
+        from .numeric import TIE
+
+        if not self.default_target or self.fidelity >= FIDELITY_TARGET - TIE:
+            return None
+        why = [f"fidelity {fidelity_text(self.fidelity)} is below the default target {FIDELITY_TARGET:g}: the best "
+               f"chunk count tried is C = {self.schedule.chunks_per_shard}"]
+        if self.search is not None and self.search.refused:
+            why.append(f"{self.search.refused}")
+        if self.search is not None and self.search.unrestricted:
+            c, f = self.search.unrestricted
+            why.append(f"--any-chunks gives {fidelity_text(f)} at C = {c}, which {self.size_rule.executor} never "
+                       f"selects at power-of-two sizes")
+        stepped = None if self.search is None else self.search.stepped
+        if self.format in ("msccl", "mscclpp") and stepped is not None and stepped[1] >= FIDELITY_TARGET - TIE:
+            why.append(f"{FIXED_BUFFERS[self.format]} runs the schedule as a dataflow, without its steps; run in "
+                       f"its steps, --emit oneccl reaches {fidelity_text(stepped[1])} at C = {stepped[0]}")
+        return "; ".join(why) + "; the file is written; --min-fidelity F sets a target it meets"
+
     def write(self, path) -> Path:
         """Write :attr:`data` to ``path`` atomically (:func:`a2a_compiler.files.atomic_write`)."""
         from .files import atomic_write
@@ -125,6 +160,12 @@ class CompileResult:
             "fidelity": self.fidelity,
             "mcf_ratio": self.mcf_ratio,
             "schedule_predicted_time": predicted_time(s),
+            "target": self.target,
+            "sizes": None if self.size_rule is None else self.size_rule.to_json_dict(),
+            "fidelity_warning": self.fidelity_warning,
+            **({} if self.search is None or self.search.unrestricted is None else {
+                "any_chunks": {"chunks_per_shard": self.search.unrestricted[0],
+                               "fidelity": self.search.unrestricted[1]}}),
             "timings": dict(self.timings),
             **({} if s.demand is None else {"demand": s.demand.to_json_dict()}),
             **({} if self.uniform is None else {
@@ -255,12 +296,20 @@ CHUNKING_OPTIONS = {"paths": ("method", ("pmcf",)), "max_paths": ("method", ("pm
 #: MSCCL lowering options: they apply to ``emit="msccl"`` only.
 MSCCL_OPTIONS = {k: ("emit", ("msccl",)) for k in ("channels", "instances", "proto", "min_bytes", "max_bytes", "rcs",
                                                    "target")}
+#: Formats whose executor selects a file by its chunk count: ``any_chunks`` lifts the restriction.
+SELECTING = {"any_chunks": ("emit", ("msccl", "mscclpp"))}
+#: Default --max-chunks when the counts are restricted to powers of two (1, 2, 4, ..., 64: as many candidates
+#: as 1..16 unrestricted; hypercube:3 reaches 0.9922 at C = 32, 0.9697 at 8 and 16).
+RESTRICTED_MAX_CHUNKS = 64
+#: Formats whose buffers hold the same number of chunks on every rank: balanced all-to-allv matrices only.
+FIXED_BUFFERS = {"msccl": "MSCCL", "mscclpp": "MSCCL++"}
 #: Injection rate control: routed schedules (``emit="mpi"``) only.
 INJECTION_OPTIONS = {k: ("emit", ("mpi",)) for k in ("max_flows", "flow_per_chunk")}
 
 #: Keywords of :func:`compile` that solve and chunk (refused for an already chunked schedule).
 SOLVE_OPTIONS = ("method", "fabric", "link_bw", "host_bw", "forwarding", "nvlink_bw", "remove_links", "remove_nodes",
-                 "seed", "max_chunks", "min_fidelity", "steps", "paths", "max_paths", "solver", "demand")
+                 "seed", "max_chunks", "min_fidelity", "steps", "paths", "max_paths", "solver", "demand",
+                 "any_chunks")
 
 
 def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=None, link_bw=None, host_bw=None,
@@ -271,7 +320,7 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
             proto: str | None = None, min_bytes: int | None = None, max_bytes: int | None = None,
             rcs: bool | None = None, target: str | None = None, max_flows: int | None = None,
             flow_per_chunk: bool | None = None, name: str | None = None, progress=None,
-            demand=None) -> CompileResult:
+            demand=None, any_chunks: bool | None = None) -> CompileResult:
     """Compile an all-to-all schedule for ``source`` and lower it to ``emit`` (Basu et al. §3–§4).
 
     ``source`` is a topology spec (``"torus:3x3x3"``), a
@@ -297,13 +346,16 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
     ``max_flows`` (time steps with at most that many routes per host and direction).  ``name``
     goes into the file.  ``demand`` (a :class:`~a2a_compiler.demand.Demand`, an array or a CSV /
     ``.npy`` path) compiles the all-to-allv of that matrix (MSCCL: balanced matrices only, in the
-    fixed-size-buffer layout of docs/formats.md); the plain all-to-all is then compiled alike and
+    fixed-size-buffer layout of docs/formats.md; MSCCL++ likewise refuses other matrices); the plain all-to-all
+    is then compiled alike and
     its program priced under the demand (``uniform_reused_time``).  Each keyword is the ``a2a compile``
     option of the same name (``max_chunks`` is ``--max-chunks``), with the same
     defaults; errors name the option that way.
 
     Returns a :class:`CompileResult`; the program has passed every check of
-    ``a2a verify``.  Bad input raises :class:`~a2a_compiler.errors.A2AError`.
+    ``a2a verify``.  A program below the default fidelity target 0.97 is returned with
+    :attr:`CompileResult.fidelity_warning` saying why (``a2a compile`` writes it and exits 1); with
+    ``min_fidelity`` one below it is refused.  Bad input raises :class:`~a2a_compiler.errors.A2AError`.
     """
     from .chunk import SCHEDULE_METHODS, build_schedule
     from .fabric import apply_link_classes
@@ -321,7 +373,12 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
                                ("min_bytes", min_bytes), ("max_bytes", max_bytes), ("rcs", rcs),
                                ("target", target)) if v is not None}
     injection = {k: v for k, v in (("max_flows", max_flows), ("flow_per_chunk", flow_per_chunk)) if v}
-    refuse_inapplicable({"emit": emit, **msccl, **injection}, {**MSCCL_OPTIONS, **INJECTION_OPTIONS})
+    refuse_inapplicable({"emit": emit, **msccl, **({"any_chunks": True} if any_chunks else {}), **injection},
+                        {**MSCCL_OPTIONS, **INJECTION_OPTIONS, **SELECTING})
+    if any_chunks and emit == "msccl" and target is None:
+        raise A2AError("--any-chunks applies with --target (without it the chunk count is not restricted to the "
+                       "counts the executor selects)")
+    search = None
     t0 = time.perf_counter()
     if isinstance(source, (LinkSchedule, PathSchedule)):
         if given:
@@ -332,6 +389,7 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
             raise A2AError(f"--emit {emit} needs a {kind} schedule, but this one is a {got} schedule (method "
                            f"{source.method}); use --emit {'mpi' if got == 'path' else 'msccl, mscclpp or oneccl'}")
         schedule = source
+        _check_fixed_buffers(schedule.demand, emit)
         programs = _Programs(emit, name, msccl, None, None)
     else:
         method = method or DEFAULT_METHOD[kind]
@@ -353,8 +411,8 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
         from .demand import as_demand
 
         demand = as_demand(demand, topology.n_hosts)
+        _check_fixed_buffers(demand, emit)
         if demand is not None and emit == "msccl":
-            demand.require_balanced()
             if (instances or 1) != 1 or rcs:
                 raise A2AError("--instances and --rcs apply to the plain all-to-all; an all-to-allv file takes "
                                "--channels")
@@ -366,9 +424,19 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
 
             topology = switch_graph(physical)[0]
         programs = _Programs(emit, name, msccl, fab, min_fidelity, physical)
-        schedule = build_schedule(topology, fab, method, max_chunks=16 if max_chunks is None else max_chunks,
+        from .chunk.chunking import ChunkSearch
+        from .formats.msccl_rules import is_power_of_two
+
+        restrict = not any_chunks and (emit == "mscclpp" or emit == "msccl" and target is not None)
+        if restrict and not is_power_of_two(instances or 1):
+            raise A2AError(f"--instances {instances} with --target: the chunks per peer (C x {instances}) are never a "
+                           f"power of two, so {target} would select the file at no power-of-two size; use a "
+                           f"power-of-two --instances, or --any-chunks")
+        search = ChunkSearch((lambda C: is_power_of_two(C * (instances or 1))) if restrict else None)
+        default_max = RESTRICTED_MAX_CHUNKS if search.accept is not None else 16
+        schedule = build_schedule(topology, fab, method, max_chunks=default_max if max_chunks is None else max_chunks,
                                   min_fidelity=min_fidelity, steps=steps, solve_options=solve_options,
-                                  program_time=programs.time, progress=progress, demand=demand)
+                                  program_time=programs.time, progress=progress, demand=demand, search=search)
         if physical is not None:
             from dataclasses import replace
 
@@ -384,7 +452,7 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
     program = programs.lower(schedule)
     data = program_to_xml(program)
     report = verify_bytes(data, f"<{emit}>", programs.physical or schedule_topology(schedule), schedule.fabric,
-                          lp=False, demand=schedule.demand, **({"target": msccl["target"]} if "target" in msccl else {}))
+                          lp=False, demand=schedule.demand)   # the target the file records
     if not report.valid:  # a compiler bug, never a user error: keep the evidence
         raise RuntimeError("lowered program failed verification:\n" + "\n".join(report.messages()[:20]))
     timings = {"schedule": t1 - t0, "lower_and_verify": time.perf_counter() - t1}
@@ -397,10 +465,17 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
                           steps=steps, paths=paths, max_paths=max_paths, solver=solver, channels=channels,
                           instances=instances, proto=proto, min_bytes=min_bytes, max_bytes=max_bytes, rcs=rcs,
                           target=target, max_flows=max_flows, flow_per_chunk=flow_per_chunk, name=name,
-                          progress=progress)
+                          progress=progress, any_chunks=any_chunks)
         caps = (schedule_capacities(uniform.schedule) if programs.physical is None
                 else link_capacities(programs.physical))
         reused = program_performance(uniform.program, fab, caps, routes=programs.routes,
                                      demand=schedule.demand).predicted_time
         timings["uniform"] = sum(uniform.timings.values())
-    return CompileResult(emit, program, data, schedule, report, timings, uniform, reused)
+    return CompileResult(emit, program, data, schedule, report, timings, uniform, reused, search,
+                         search is not None and min_fidelity is None)
+
+
+def _check_fixed_buffers(demand, emit: str) -> None:
+    """Refuse, before solving or lowering, an all-to-allv matrix a fixed-buffer format cannot hold."""
+    if demand is not None and emit in FIXED_BUFFERS:
+        demand.require_balanced(FIXED_BUFFERS[emit])

@@ -213,15 +213,16 @@ class Demand:
             return np.ceil(x).astype(np.int64)
         return _controlled_rounding(x, np.floor(x), x > 0, int(balanced_total), self.source)
 
-    def require_balanced(self) -> None:
-        """Refuse (one line naming the alternatives) a matrix MSCCL's fixed-size buffers cannot hold."""
+    def require_balanced(self, fmt: str = "MSCCL") -> None:
+        """Refuse (one line naming the alternatives) a matrix the fixed-size buffers of ``fmt`` (MSCCL,
+        MSCCL++) cannot hold."""
         for what, sums in (("sends", self.row_sums()), ("receives", self.col_sums())):
             if np.any(sums == 0):
-                raise A2AError(f"{self.source}: rank {int(np.flatnonzero(sums == 0)[0])} {what} nothing, and MSCCL's "
+                raise A2AError(f"{self.source}: rank {int(np.flatnonzero(sums == 0)[0])} {what} nothing, and {fmt}'s "
                                f"fixed-size buffers need every rank to send and receive the same total; use the "
                                f"MPI path format (--emit mpi) or oneCCL-style XML (--emit oneccl)")
         if not self.balanced():
-            raise A2AError(f"{self.source}: MSCCL's fixed-size buffers need every rank to send and receive the "
+            raise A2AError(f"{self.source}: {fmt}'s fixed-size buffers need every rank to send and receive the "
                            f"same total, and this matrix's rows and columns differ; use the MPI path format "
                            f"(--emit mpi) or oneCCL-style XML (--emit oneccl)")
 

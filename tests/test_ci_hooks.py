@@ -16,11 +16,40 @@ def test_pre_commit_hook_definition():
     (hook,) = yaml.safe_load(HOOKS.read_text())
     # the keys pre-commit's manifest schema requires, and ours
     assert {k: hook[k] for k in ("id", "name", "entry", "language")} == {
-        "id": "a2a-verify", "name": "a2a verify (all-to-all schedules)", "entry": "a2a verify", "language": "python"}
+        "id": "a2a-verify", "name": "a2a verify (all-to-all schedules)", "entry": "a2a verify --skip-other",
+        "language": "python"}
     files = re.compile(hook["files"])
     shipped = sorted(p.name for p in (ROOT / "schedules").glob("*.xml"))
     assert shipped and all(files.search(f"schedules/{n}") for n in shipped)
-    assert not files.search("pom.xml") and not files.search("docs/msccl.md")
+    # every name the README writes a schedule to, MSCCL++ plans (.json) among them
+    readme = set(re.findall(r"a2a (?:compile|routes) [^\n]*?-o ([\w./-]+)", (ROOT / "README.md").read_text()))
+    readme.discard("FILE")                                      # the usage line
+    assert {"hc3.xml", "nv24.json", "moe.xml", "algos/hc3.xml"} <= readme
+    assert all(files.search(n) for n in readme)
+    assert not files.search("docs/msccl.md") and not files.search("README.md")
+
+
+def test_hook_entry_skips_other_files_by_content_and_checks_plans(tmp_path):
+    """Every staged .xml and .json reaches the entry: other well-formed files are skipped by their content,
+    a corrupt MSCCL++ plan fails, a file that is not well-formed is an error."""
+    import a2a_compiler
+
+    plan = tmp_path / "t3.json"
+    a2a_compiler.compile("hypercube:3", "mscclpp", max_chunks=1).write(plan)
+    pom, ir, broken, bad = (tmp_path / n for n in ("pom.xml", "s.json", "broken.json", "bad.xml"))
+    pom.write_text("<project><modelVersion>4.0.0</modelVersion></project>\n")
+    ir.write_text('{"n_ranks": 8, "method": "tsmcf"}\n')
+    broken.write_bytes(plan.read_bytes().replace(b'"input_chunks": 8', b'"input_chunks": 9', 1))
+    bad.write_text("<algo name=")
+    entry = [sys.executable, "-m", "a2a_compiler", "verify", "--skip-other", "--no-lp"]
+    r = subprocess.run([*entry, str(pom), str(ir), str(plan)], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stderr == (f"a2a verify: {pom}: skipped, not a schedule (--skip-other)\n"
+                                              f"a2a verify: {ir}: skipped, not a schedule (--skip-other)\n")
+    assert r.stdout.count("\nVALID") == 1
+    r = subprocess.run([*entry, str(pom), str(broken)], capture_output=True, text=True)
+    assert r.returncode == 1 and "input_chunks=9" in r.stdout and r.stdout.endswith("INVALID\n")
+    r = subprocess.run([*entry, str(bad)], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.startswith(f"a2a verify: error: {bad}: ")
 
 
 def test_hook_entry_fails_on_a_bad_staged_file(tmp_path):

@@ -79,7 +79,10 @@ def test_msccl_only_for_balanced_matrices(tmp_path, capsys):
         f"a2a compile: error: {idle}: rank 0 sends nothing, and MSCCL's fixed-size buffers need every rank to "
         "send and receive the same total; use the MPI path format (--emit mpi) or oneCCL-style XML (--emit oneccl)\n")
     assert main(["compile", "complete:4", "--emit", "mpi", "--demand", str(idle), "-q", "-o",
-                 str(tmp_path / "x.xml")]) == 0
+                 str(tmp_path / "x.xml")]) == 1
+    assert capsys.readouterr().err == (
+        "a2a compile: warning: fidelity 0.9545 is below the default target 0.97: the best chunk count tried is "
+        "C = 12; the file is written; --min-fidelity F sets a target it meets\n")
 
 
 def test_balanced_integer_matrix_in_the_msccl_layout():

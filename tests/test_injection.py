@@ -111,8 +111,10 @@ def test_plan_splits_messages_by_step():
 def test_cli_compile_and_routes(tmp_path, capsys):
     out = tmp_path / "t.xml"
     assert main(["compile", "torus:3x3", "--forwarding", "nic", "--emit", "mpi", "--max-flows", "2", "-o", str(out),
-                 "-q", "--json"]) == 0
+                 "-q", "--json"]) == 1          # written below the default fidelity target (stepped routes)
     s = json.loads(capsys.readouterr().out)
+    assert s["fidelity_warning"] == ("fidelity 0.5999 is below the default target 0.97: the best chunk count tried "
+                                     "is C = 2; the file is written; --min-fidelity F sets a target it meets")
     assert s["program"].endswith("routes") and b'version="2"' in out.read_bytes()
     assert main(["verify", str(out), "--topology", "torus:3x3", "--forwarding", "nic", "--json"]) == 0
     v = json.loads(capsys.readouterr().out)
@@ -131,6 +133,6 @@ def test_stepped_schedule_runs_byte_exact(tmp_path, mode="relay"):
     # checked in test_plan_splits_messages_by_step, and on the testbed in test_testbed.py)
     out = tmp_path / "h3.xml"
     assert main(["compile", "hypercube:3", "--forwarding", "nic", "--emit", "mpi", "--max-flows", "2",
-                 "--max-chunks", "4", "-o", str(out), "-q"]) == 0
+                 "--max-chunks", "4", "-o", str(out), "-q"]) == 1    # written, below the fidelity target
     res = run_json(8, out, "-b", "1", "-e", "4096", "-f", "64", "--check", "all", "--route-mode", mode)
     assert [r["verified"] for r in res["results"]] == [True, True, True]

@@ -88,14 +88,22 @@ def test_channels_and_parser_text_limits():
 
 def test_compile_fits_the_target_or_refuses_in_one_line():
     rccl = compile_schedule("hypercube:3", "msccl", target="rccl")
-    assert rccl.report.target == "rccl" and rccl.report.valid
-    assert rccl.data == compile_schedule("hypercube:3", "msccl").data  # fits both: the same file
+    assert rccl.report.target == "rccl" and rccl.report.valid and rccl.program.record.target == "rccl"
+    assert (rccl.chunks_per_shard, rccl.size_rule.typical()) == (32, (1 << 20, 64 << 20))   # a power of two
+    anyc = compile_schedule("hypercube:3", "msccl", target="rccl", any_chunks=True)
+    assert anyc.chunks_per_shard == 3    # fits both: the same file but for the recorded target
+    assert anyc.data.replace(b'"target": "rccl", ', b"") == compile_schedule("hypercube:3", "msccl").data
     with pytest.raises(A2AError) as exc:
-        compile_schedule("hypercube:3", "msccl", instances=11, max_chunks=1, target="rccl")
+        compile_schedule("hypercube:3", "msccl", instances=11, max_chunks=1, target="rccl", any_chunks=True)
     assert str(exc.value) == (
         "hypercube:3 at 1 chunk(s) per shard: gpu 0 needs 67 thread blocks, over RCCL (ROCm)'s 64 per GPU; the most "
         "this layout fits is 64 (1 copy + one per neighbour, channel and direction): use fewer --channels or "
         "--instances, or --emit mpi (MPI path schedules have no per-rank size limit)")
+    with pytest.raises(A2AError) as exc:
+        compile_schedule("hypercube:3", "msccl", instances=11, max_chunks=1, target="rccl")
+    assert str(exc.value) == ("--instances 11 with --target: the chunks per peer (C x 11) are never a power of two, "
+                              "so rccl would select the file at no power-of-two size; use a power-of-two --instances, "
+                              "or --any-chunks")
     with pytest.raises(A2AError, match=r"^2000 ranks: MSCCL XML holds at most 1024 <gpu> elements"):
         compile_schedule("genkautz:2000,4", "msccl")            # before any solving
 

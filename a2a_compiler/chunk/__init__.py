@@ -37,6 +37,7 @@ def build_schedule(
     program_time=None,
     progress=None,
     demand=None,
+    search=None,
 ) -> Schedule:
     """Solve ``topology`` under ``fabric`` with ``method`` and chunk the flows (Basu et al. §3, §4).
 
@@ -46,7 +47,9 @@ def build_schedule(
     fixes tsMCF's ``l_max``; ``solve_options`` go to the solver (e.g. pmcf's
     ``paths``); ``program_time(schedule)`` prices a candidate as the program that
     will be emitted from it (see :func:`~a2a_compiler.chunk.chunking.choose_chunks`);
-    ``progress`` receives one-line messages.
+    ``progress`` receives one-line messages; ``search`` (a
+    :class:`~a2a_compiler.chunk.chunking.ChunkSearch`) restricts the chunk counts and
+    receives what the search saw beyond its choice.
 
     The schedule's ``lp_time`` is the certified bound of the method's own LP
     (:attr:`~a2a_compiler.solve.FlowSolution.lp_time`) and ``info["mcf_time"]``
@@ -67,7 +70,7 @@ def build_schedule(
     solution = solve(topology, fabric, method, progress=progress, demand=demand, **options)
     chunk = chunk_link_schedule if SCHEDULE_METHODS[method] == "link" else chunk_path_schedule
     schedule = chunk(topology, solution, max_chunks=max_chunks, min_fidelity=min_fidelity,
-                     program_time=program_time, progress=progress)
+                     program_time=program_time, progress=progress, search=search)
     mcf_time = (solution.lp_time if method == "mcf-extp" else
                 solve(topology, fabric, "mcf-decomp", demand=solution.demand).lp_time)
     return replace(schedule, info={**schedule.info, "mcf_time": mcf_time})

@@ -25,7 +25,6 @@ whole chunks of one size, ``T[s, d] ≈ C·D[s, d]`` of them per pair
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,7 +33,7 @@ from ..errors import A2AError
 from ..numeric import TIE, better, dot, snap
 from ..solve.result import FlowSolution
 from ..topology.model import Topology
-from .cost import CostModel, ratio
+from .cost import CostModel, fidelity_text, ratio
 from .ir import LinkSchedule, PathSchedule, Route, Transfer, link_chunk_volume
 
 #: ``C`` values tried (those <= max_chunks, plus max_chunks itself).
@@ -331,7 +330,7 @@ def _links(topology: Topology) -> tuple[tuple[int, int, float], ...]:
 
 def chunk_link_schedule(topology: Topology, solution: FlowSolution, *, max_chunks: int = 16,
                         chunks: int | None = None, min_fidelity: float | None = None, program_time=None,
-                        progress=None) -> LinkSchedule:
+                        progress=None, search: ChunkSearch | None = None) -> LinkSchedule:
     """Chunk a tsMCF solution into a :class:`LinkSchedule` (``C`` as in :func:`choose_chunks`).
 
     With a demand, ``C`` is chunks per unit of volume: pair ``(s, d)`` gets ``T[s, d]``
@@ -365,13 +364,14 @@ def chunk_link_schedule(topology: Topology, solution: FlowSolution, *, max_chunk
         def build(C, counts):
             return _link_schedule(topology, solution, C, cands, counts)
     return choose_chunks(res, paths, cands, solution.lp_time, build, max_chunks=max_chunks, chunks=chunks,
-                         min_fidelity=min_fidelity, program_time=program_time, progress=progress, shape=shape)
+                         min_fidelity=min_fidelity, program_time=program_time, progress=progress, shape=shape,
+                         search=search)
 
 
 # --------------------------------------------------------- path schedules
 def chunk_path_schedule(topology: Topology, solution: FlowSolution, *, max_chunks: int = 16,
                         chunks: int | None = None, min_fidelity: float | None = None, program_time=None,
-                        progress=None) -> PathSchedule:
+                        progress=None, search: ChunkSearch | None = None) -> PathSchedule:
     """Chunk weighted paths (pMCF / MCF-extP) into a :class:`PathSchedule`.
 
     Chunks go to paths in proportion to their weights: exactly when every
@@ -409,7 +409,8 @@ def chunk_path_schedule(topology: Topology, solution: FlowSolution, *, max_chunk
         )
 
     return choose_chunks(res, paths, cands, solution.lp_time, build, max_chunks=max_chunks, chunks=chunks,
-                         min_fidelity=min_fidelity, program_time=program_time, progress=progress, shape=shape)
+                         min_fidelity=min_fidelity, program_time=program_time, progress=progress, shape=shape,
+                         search=search)
 
 
 def path_resources(topology: Topology, fabric, cands: dict) -> tuple[_Resources, list[list[np.ndarray]]]:
@@ -435,9 +436,28 @@ def chunk_candidates(max_chunks: int) -> list[int]:
     return sorted({c for c in CHUNK_CANDIDATES if c <= max_chunks} | {max_chunks})
 
 
+@dataclass
+class ChunkSearch:
+    """What :func:`choose_chunks` may choose, and what it found beyond its choice.
+
+    ``accept(C)``: whether the file may have ``C`` chunks per shard (``None``: any), e.g. the counts an
+    executor selects at power-of-two sizes (:func:`a2a_compiler.formats.msccl_rules.is_power_of_two`).
+    Filled in by the search: ``refused``, why it stopped before its last candidate (a larger ``C`` over a
+    format limit); ``unrestricted``, ``(C, fidelity)`` of a better count outside ``accept``, found only
+    when no accepted count reaches the fidelity target; ``stepped``, when programs are priced
+    (``program_time``), ``(C, fidelity)`` of the first count whose schedule run in its own steps (as
+    oneCCL-style programs run) reaches the target, else of the best.
+    """
+
+    accept: object = None
+    refused: str | None = None
+    unrestricted: tuple[int, float] | None = None
+    stepped: tuple[int, float] | None = None
+
+
 def choose_chunks(res: _Resources, paths: list[list[np.ndarray]], cands: dict, lp_time: float, build, *,
                   max_chunks: int = 16, chunks: int | None = None, min_fidelity: float | None = None,
-                  program_time=None, progress=None, shape=None):
+                  program_time=None, progress=None, shape=None, search: ChunkSearch | None = None):
     """Round and :func:`rebalance` for each ``C`` in :func:`chunk_candidates` and keep the
     smallest ``C`` whose fidelity ``lp_time / time`` reaches ``min_fidelity``, else the
     best (``chunks`` fixes ``C`` instead); returns ``build(C, counts)``, the schedule.
@@ -451,10 +471,12 @@ def choose_chunks(res: _Resources, paths: list[list[np.ndarray]], cands: dict, l
     and falling short is fine; with it, falling short raises :class:`A2AError` naming
     the best ``C`` found.  ``shape(C)``, for a demand, gives
     ``(chunks of each shard, weight of each shard's chunk, divisor)`` (default: ``C``
-    chunks of weight 1 each, divisor ``C``).
+    chunks of weight 1 each, divisor ``C``).  ``search`` (a :class:`ChunkSearch`) restricts
+    the counts and receives what the search saw beyond its choice.
     """
     if min_fidelity is not None and not 0 < min_fidelity <= 1:
         raise A2AError(f"--min-fidelity must be in (0, 1], got {min_fidelity}")
+    search = search or ChunkSearch()
     target = FIDELITY_TARGET if min_fidelity is None else min_fidelity
     weights = [np.array([w for w, _ in plist]) for plist in cands.values()]
     top = chunks or max_chunks
@@ -462,38 +484,65 @@ def choose_chunks(res: _Resources, paths: list[list[np.ndarray]], cands: dict, l
         raise A2AError(f"{top} chunks per shard x {len(weights)} shards is over {MAX_CHUNKS_TOTAL} chunks "
                        f"(a2a_compiler.chunk.chunking.MAX_CHUNKS_TOTAL); use at most "
                        f"{max(CHUNK_CANDIDATES[-1], MAX_CHUNKS_TOTAL // len(weights))}")
-    best = refused = None
-    for C in [chunks] if chunks is not None else chunk_candidates(max_chunks):
-        form = shape(C) if shape is not None else ([C] * len(weights), None, C)
-        if form is None:
+
+    def scan(counts_tried, first=True):
+        """The best ``(fidelity, C, schedule, counts)`` over ``counts_tried``, stopping at the target or a refusal
+        (``first``: the counts allowed, whose stepped fidelity ``search.stepped`` records)."""
+        best = None
+        for C in counts_tried:
+            form = shape(C) if shape is not None else ([C] * len(weights), None, C)
+            if form is None:
+                if progress:
+                    progress(f"chunking: C = {C} -> no whole-chunk counts keep every row and column balanced")
+                continue
+            totals, weight, divisor = form
+            asg = _Assignment(res, divisor, paths, [largest_remainder(w, t) for w, t in zip(weights, totals)], weight)
+            rebalance(asg)
+            # without program_time only the kept C is built
+            schedule = None if program_time is None else build(C, asg.counts)
+            try:
+                fid = ratio(lp_time, asg.time() if program_time is None else program_time(schedule))
+            except A2AError as exc:  # the program outgrows its format's limits; larger C only grow it
+                search.refused = search.refused or f"C = {C} does not fit: {exc}"
+                if progress:
+                    progress(f"chunking: C = {C} -> does not fit: {exc}")
+                if best is None:
+                    raise
+                break
             if progress:
-                progress(f"chunking: C = {C} -> no whole-chunk counts keep every row and column balanced")
-            continue
-        totals, weight, divisor = form
-        asg = _Assignment(res, divisor, paths, [largest_remainder(w, t) for w, t in zip(weights, totals)], weight)
-        rebalance(asg)
-        # without program_time only the kept C is built
-        schedule = None if program_time is None else build(C, asg.counts)
-        try:
-            fid = ratio(lp_time, asg.time() if program_time is None else program_time(schedule))
-        except A2AError as exc:  # the program outgrows its format's limits; larger C only grow it
-            refused = exc
-            if progress:
-                progress(f"chunking: C = {C} -> does not fit: {exc}")
-            break
-        if progress:
-            progress(f"chunking: C = {C} -> fidelity {fid:.4f}")
-        if best is None or fid > best[0] + 1e-12:
-            best = (fid, C, schedule, asg.counts)
-        if fid >= target - TIE:
-            break
+                progress(f"chunking: C = {C} -> fidelity {fid:.4f}")
+            if program_time is not None and first:
+                steps = ratio(lp_time, asg.time())
+                if search.stepped is None or search.stepped[1] < target - TIE and steps > search.stepped[1] + 1e-12:
+                    search.stepped = (C, steps)
+            if best is None or fid > best[0] + 1e-12:
+                best = (fid, C, schedule, asg.counts)
+            if fid >= target - TIE:
+                break
+        return best
+
+    candidates = [chunks] if chunks is not None else chunk_candidates(max_chunks)
+    accepted = [C for C in candidates if search.accept is None or search.accept(C)]
+    best = scan(accepted)
     if best is None:
-        if refused is not None:
-            raise refused
         raise A2AError(f"no chunk count up to {max(chunks or 0, max_chunks)} gives whole chunks per pair with every "
                        f"row and column summing to N*C; raise --max-chunks")
+    others = [C for C in candidates if C not in accepted]
+    if others and best[0] < target - TIE:
+        refused, search.refused = search.refused, None
+        try:
+            alt = scan(others, first=False)
+        except A2AError:
+            alt = None
+        search.refused = refused
+        if alt is not None and alt[0] > best[0] + 1e-12:
+            search.unrestricted = (alt[1], alt[0])
     if min_fidelity is not None and best[0] < min_fidelity - TIE:
         raise A2AError(f"no chunk count up to {max(chunks or 0, max_chunks)} reaches fidelity {min_fidelity:g}: "
-                       f"the best is {math.floor(best[0] * 1e4) / 1e4:.4f} at C = {best[1]} (rounded down); raise "
-                       f"--max-chunks or lower --min-fidelity")
+                       f"the best is {fidelity_text(best[0])} at C = {best[1]} (rounded down)"
+                       + (f" ({search.refused})" if search.refused else "")
+                       + (f"; --any-chunks gives {fidelity_text(search.unrestricted[1])} at C = "
+                          f"{search.unrestricted[0]}, a count the executor does not select at power-of-two sizes"
+                          if search.unrestricted else "")
+                       + "; raise --max-chunks or lower --min-fidelity")
     return best[2] if best[2] is not None else build(best[1], best[3])

@@ -140,6 +140,11 @@ class CostModel:
 ROUNDING = 1e-12
 
 
+def fidelity_text(f: float) -> str:
+    """A fidelity to 4 decimals, rounded down (0.99996 is not shown as reaching 1)."""
+    return f"{math.floor(f * 1e4) / 1e4:.4f}"
+
+
 def ratio(bound: float, time: float) -> float:
     """``bound / time`` for a certified lower ``bound`` on ``time``'s optimum: a fidelity.
 

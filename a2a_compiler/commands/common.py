@@ -59,12 +59,14 @@ def add_chunking_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--max-paths", type=positive_int, metavar="M",
                    help=f"pmcf: refuse --paths shortest beyond M shortest paths per pair (default {DEFAULT_MAX_PATHS})")
     g.add_argument("--max-chunks", type=positive_int, metavar="C",
-                   help="most chunks per shard (default 16); the smallest C in {1,2,3,4,6,8,12,16,...} reaching "
-                        "the fidelity target is used")
+                   help="most chunks per shard (default 16; 64 for compile --target and --emit mscclpp, whose C "
+                        "is a power of two); the smallest C in {1,2,3,4,6,8,12,16,...} reaching the fidelity "
+                        "target is used")
     g.add_argument("--min-fidelity", type=fraction, metavar="F",
                    help="fidelity target in (0, 1]: the smallest C whose schedule (compile: whose program; for "
                         "msccl its dataflow time counts) reaches it; none reaching it is an error (default: the "
-                        "smallest C reaching 0.97, else the best)")
+                        "smallest C reaching 0.97, else the best; compile writes a file below 0.97 with a warning "
+                        "and exits 1)")
     g.add_argument("--steps", type=positive_int, metavar="L",
                    help="tsmcf only: number of time steps l_max (>= diameter); default: chosen automatically "
                         "(diameter, diameter+1, ... while the LP optimum improves)")

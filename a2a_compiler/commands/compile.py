@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import sys
+
 from ..cli import command_parser
+from ..chunk.cost import fidelity_text
 from ..compiler import EMITS
 from ..errors import A2AError
 from ..formats.msccl_rules import TARGETS
@@ -42,6 +45,21 @@ all-to-allv (--demand D.csv, mixture-of-experts): the solve and the chunks follo
 The plain all-to-all is compiled alike and its program priced under D with its routes and
 steps unchanged ("uniform reused"): what reusing one schedule for every batch costs.
 
+sizes the executor runs a GPU file at (docs/msccl.md, "Which sizes each file serves"):
+  msccl    msccl-executor-nccl and RCCL select the file only when the elements per peer are a
+           multiple of nchunksperloop/ngpus (C, chunks per peer); at any other size they run their
+           own all-to-all, silently.  --target chooses C among powers of two, so 1 MiB and 64 MiB
+           per peer (every power of two from C elements up) qualify; if that costs fidelity, a
+           'trade-off' line says what --any-chunks (any C) would give
+  mscclpp  the executor throws unless the bytes per peer are a multiple of 16*C: C is always
+           chosen among powers of two, unless --any-chunks
+With C restricted to powers of two the default --max-chunks is 64 (1, 2, 4, ..., 64).
+The 'sizes' line says which rule applies and whether 1 MiB and 64 MiB per peer qualify.
+
+fidelity target: without --min-fidelity the smallest C reaching 0.97 is used, else the best;
+a file below 0.97 is written, with a warning on stderr saying why, and the exit status is 1.
+--min-fidelity F sets the target: the smallest C reaching F, none reaching it is refused (exit 2).
+
 examples:
   a2a compile hypercube:3 --emit msccl -o hc3.xml
   a2a compile torus:3x3x3 --emit mscclpp -o t3.json
@@ -72,7 +90,9 @@ def register(sub) -> None:
     """Add ``a2a compile`` to the subcommands."""
     p = command_parser(sub, "compile", "solve, chunk and lower a schedule to MSCCL / oneCCL-style / MPI path XML",
                        "Run solve -> chunk -> lower in one go (or lower a saved schedule IR with --from-ir), "
-                       "verify the program and write it atomically.", EPILOG)
+                       "verify the program and write it atomically.", EPILOG,
+                       {1: "the file is written, but its fidelity is below the default target 0.97 (a warning on "
+                           "stderr says why; --min-fidelity F sets the target)"})
     p.add_argument("spec", metavar="SPEC", nargs="?", help=f"{SPEC_HELP} (omit with --from-ir)")
     p.add_argument("--from-ir", metavar="FILE.json", help="lower this schedule IR (from 'a2a schedule') "
                                                           "instead of solving SPEC")
@@ -92,7 +112,13 @@ def register(sub) -> None:
     m.add_argument("--target", choices=sorted(TARGETS),
                    help="MSCCL executor the file must load in: nccl (msccl-executor-nccl, default) or rccl (ROCm): "
                         "thread blocks per GPU (1024 / 64), channels (32 / 128) and the parser's 4095 nodes per rank; "
-                        "the chunk count is chosen among programs that fit (docs/msccl.md)")
+                        "the chunk count is chosen among programs that fit and that the executor selects at "
+                        "power-of-two message sizes (C a power of two), and the target is recorded in the file, "
+                        "for 'a2a verify' (docs/msccl.md)")
+    m.add_argument("--any-chunks", action="store_true", default=None,
+                   help="msccl with --target, and mscclpp: choose C among all chunk counts, even those the executor "
+                        "never selects at power-of-two sizes (MSCCL then runs its own all-to-all there, MSCCL++ "
+                        "throws)")
     m.add_argument("--rcs", action="store_true", default=None,
                    help="pass chunks straight on with rcs (receive-copy-send) steps where the reference allows it "
                         "(3-hop paths whose relays can stage the chunk in its output slot), on extra channels: "
@@ -101,14 +127,15 @@ def register(sub) -> None:
     p.add_argument("--name", help="algorithm name written into the file (default SPEC-METHOD)")
     add_output_args(p, "FILE", "the XML", "docs/json.md: valid, format, spec, method, fabric, ranks, chunks_per_shard, "
                                           "program, predicted_time, lp_time, mcf_time, fidelity, mcf_ratio, "
-                                          "output, ...; the same values 'a2a verify FILE --json' prints")
+                                          "target, sizes, fidelity_warning, output, ...; the same values "
+                                          "'a2a verify FILE --json' prints")
     p.set_defaults(func=run)
 
 
 #: ``a2a compile`` options that are keywords of :func:`a2a_compiler.compiler.compile`.
 OPTIONS = ("method", "link_bw", "host_bw", "forwarding", "nvlink_bw", "remove_links", "remove_nodes", "seed", "max_chunks",
            "min_fidelity", "steps", "paths", "max_paths", "channels", "instances", "proto", "min_bytes",
-           "max_bytes", "rcs", "target", "max_flows", "flow_per_chunk", "name", "demand")
+           "max_bytes", "rcs", "target", "max_flows", "flow_per_chunk", "name", "demand", "any_chunks")
 
 
 def run(args) -> int:
@@ -124,9 +151,12 @@ def run(args) -> int:
                      **{k: getattr(args, k) for k in OPTIONS if getattr(args, k) is not None})
     result.write(args.output)
     out = {**result.summary(), "output": str(args.output)}
+    status = 0 if out["fidelity_warning"] is None else 1
+    if status:
+        print(f"a2a compile: warning: {out['fidelity_warning']}", file=sys.stderr)
     if args.json:
         print_json(out)
-        return 0
+        return status
     print(f"compiled   {out['spec']} {out['method']} -> {args.emit} ({out['program']})")
     print(f"predicted  {out['predicted_time']:.6g} link-times (unit shards) for the program"
           + (" as a dataflow" if args.emit in ("msccl", "mscclpp") else ""))
@@ -145,7 +175,14 @@ def run(args) -> int:
         u = out["uniform_reused"]
         print(f"reused     the plain all-to-all program under this demand: {u['predicted_time']:.6g} link-times, "
               f"{u['slowdown']:.3f}x this one")
+    if out["sizes"] is not None:
+        print(f"sizes      {result.size_rule.describe()}")
+    if "any_chunks" in out:
+        a = out["any_chunks"]
+        print(f"trade-off  C = {out['chunks_per_shard']}, a count {out['sizes']['executor']} selects at power-of-two "
+              f"sizes, gives fidelity {fidelity_text(out['fidelity'])}; --any-chunks gives "
+              f"{fidelity_text(a['fidelity'])} at C = {a['chunks_per_shard']}, which it never selects at them")
     print("verified   " + ("executor rules, data movement, deadlock freedom, links" if args.emit in ("msccl", "mscclpp")
                            else "data movement, links"))
     print(f"saved      {args.output}")
-    return 0
+    return status

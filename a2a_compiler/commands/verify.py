@@ -94,8 +94,10 @@ def register(sub) -> None:
     add_fabric_args(p)
     add_demand_arg(p, "check the schedule as an all-to-allv of this demand matrix (CSV or .npy, N x N; see above; "
                       "default: the demand the file records)")
-    p.add_argument("--target", choices=sorted(TARGETS), default=DEFAULT_TARGET,
-                   help="MSCCL executor whose limits apply: nccl (msccl-executor-nccl, default) or rccl (ROCm)")
+    p.add_argument("--target", choices=sorted(TARGETS),
+                   help="MSCCL executor whose limits and size rule apply: nccl (msccl-executor-nccl) or rccl (ROCm); "
+                        "default: the one the file records ('a2a compile --target'), else nccl; one that differs "
+                        "from the record is a warning")
     p.add_argument("--no-lp", action="store_true", help="do not solve the link MCF (mcf_time is then the recorded one)")
     p.add_argument("--deadlock-free", action="store_true",
                    help="MPI path files: prove the routes' channel dependency graph over (link, virtual channel) "
@@ -104,9 +106,14 @@ def register(sub) -> None:
                    help="treat warnings as errors: a receive whose srcbuf/srcoff/dstbuf/dstoff differ from its "
                         "send's (msccl-tools writes both alike; the public MSCCL-XML-Verifier rejects the "
                         "difference), more than 32 channels or 108 thread blocks, i_chunks above nchunksperloop")
+    p.add_argument("--skip-other", action="store_true",
+                   help="skip a FILE that is well-formed XML or JSON but no schedule (another root element; JSON "
+                        "without the keys of an execution plan, e.g. the IR of 'a2a schedule'), with a note on "
+                        "stderr: the pre-commit hook passes every staged .xml and .json file")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object per file (docs/json.md): valid, file, format, spec, method, fabric, "
-                        "ranks, chunks_per_shard, program, target, parser_nodes, checks, errors, warnings, overrides, predicted_time, "
+                        "ranks, chunks_per_shard, program, target, sizes, parser_nodes, checks, errors, warnings, "
+                        "overrides, predicted_time, "
                         "lp_time, mcf_time, fidelity, mcf_ratio; several files: {valid, files: [...]}; an "
                         "unreadable file gives valid false and the reason in errors")
     p.add_argument("--junit", metavar="OUT.xml",
@@ -144,6 +151,9 @@ def run(args) -> int:
     outcomes = []
     for path in args.files:
         t0 = time.perf_counter()
+        if args.skip_other and _other_file(path):
+            outcomes.append(Outcome(path, None, None, time.perf_counter() - t0))
+            continue
         try:
             report, error = verify_file(path, topology, overrides, lp=not args.no_lp, deadlock_free=args.deadlock_free,
                                         strict=args.strict, demand=demand, target=args.target, cut=cut), None
@@ -177,13 +187,36 @@ class Outcome:
     seconds: float
 
     @property
+    def skipped(self) -> bool:
+        """Not a schedule (``--skip-other``): neither a report nor an error."""
+        return self.report is None and self.error is None
+
+    @property
     def exit_code(self) -> int:
-        return 2 if self.error is not None else 0 if self.report.valid else 1
+        return 2 if self.error is not None else 0 if self.skipped or self.report.valid else 1
 
     def to_json(self) -> dict:
+        if self.skipped:
+            return {"valid": True, "file": self.path, "format": None, "skipped": "not a schedule", "errors": [],
+                    "warnings": []}
         if self.error is not None:
             return {"valid": False, "file": self.path, "format": None, "errors": [self.error], "warnings": []}
         return self.report.to_json()
+
+
+def _other_file(path) -> bool:
+    """``--skip-other``: whether ``path`` is well-formed XML or JSON but no schedule (said on stderr); an
+    unreadable or malformed one is not skipped, so verify reports it."""
+    from ..files import read_bytes
+    from ..formats import schedule_format
+
+    try:
+        other = schedule_format(read_bytes(path), str(path)) is None
+    except A2AError:
+        return False
+    if other:
+        print(f"a2a verify: {path}: skipped, not a schedule (--skip-other)", file=sys.stderr)
+    return other
 
 
 def junit_xml(outcomes: list[Outcome]) -> bytes:
@@ -194,13 +227,16 @@ def junit_xml(outcomes: list[Outcome]) -> bytes:
 
     failures = sum(o.exit_code == 1 for o in outcomes)
     errors = sum(o.exit_code == 2 for o in outcomes)
-    counts = {"tests": str(len(outcomes)), "failures": str(failures), "errors": str(errors), "skipped": "0",
+    counts = {"tests": str(len(outcomes)), "failures": str(failures), "errors": str(errors),
+              "skipped": str(sum(o.skipped for o in outcomes)),
               "time": f"{sum(o.seconds for o in outcomes):.3f}"}
     suites = etree.Element("testsuites", name="a2a verify", **counts)
     suite = etree.SubElement(suites, "testsuite", name="a2a verify", **counts)
     for o in outcomes:
         case = etree.SubElement(suite, "testcase", classname="a2a.verify", name=o.path, time=f"{o.seconds:.3f}")
-        if o.error is not None:
+        if o.skipped:
+            etree.SubElement(case, "skipped", message="not a schedule")
+        elif o.error is not None:
             etree.SubElement(case, "error", type="unreadable", message=o.error).text = o.error
         elif not o.report.valid:
             msgs = o.report.messages()
@@ -218,7 +254,10 @@ def _human(report) -> str:
     rec = report.record
     if rec is not None:
         lines.append(f"  compiled for       {rec.spec}, {rec.method}; {rec.fabric.describe()}"
-                     + ("" if rec.demand is None else f"; all-to-allv of demand sha256 {rec.demand['sha256'][:12]}"))
+                     + ("" if rec.demand is None else f"; all-to-allv of demand sha256 {rec.demand['sha256'][:12]}")
+                     + ("" if rec.target is None else f"; target {rec.target}"))
+    if report.size_rule is not None:
+        lines.append(f"  sizes              {report.size_rule.describe()}")
     for check in CHECKS:
         errs = report.errors[check]
         status = f"skipped ({report.skipped[check]})" if check in report.skipped else \

@@ -71,6 +71,23 @@ def parse_program(data: bytes, source: str = "<xml>") -> tuple[str, Program]:
     return name, FORMATS[name].from_element(root, source)
 
 
+#: Top-level keys of which an MSCCL++ execution plan has at least one (the IR of 'a2a schedule' has none).
+PLAN_KEYS = ("gpus", "collective", "protocol", "inplace", "a2a_record")
+
+
+def schedule_format(data: bytes, source: str = "<file>") -> str | None:
+    """The format of a schedule file by its content, ``None`` for well-formed XML or JSON of another kind
+    (another root element; JSON without any of :data:`PLAN_KEYS`).  Malformed input raises
+    :class:`FormatError`: a corrupt schedule never passes for another file."""
+    from ..files import parse_json
+
+    if looks_like_plan(data):
+        obj = parse_json(data, source)
+        return "mscclpp" if isinstance(obj, dict) and any(k in obj for k in PLAN_KEYS) else None
+    root = parse_xml(data, source)
+    return next((name for name, f in FORMATS.items() if f.root == root.tag), None)
+
+
 def load_program(path: str | os.PathLike) -> tuple[str, Program]:
     """Read and parse a schedule file (any format); see :func:`parse_program`."""
     return parse_program(read_bytes(path), str(path))
@@ -86,6 +103,7 @@ def program_to_xml(program: Program) -> bytes:
 
 __all__ = [
     "FORMATS", "Format", "Program", "detect_format", "parse_program", "load_program", "program_to_xml",
+    "schedule_format",
     "parse_msccl", "msccl_to_xml", "parse_oneccl", "oneccl_to_xml", "parse_mpi_paths", "mpi_paths_to_xml",
     "MscclProgram", "MscclGpu", "MscclThreadBlock", "MscclStep", "OnecclProgram", "OnecclRank", "OnecclOp",
     "MpiPathProgram", "PathSend", "MscclppProgram", "parse_mscclpp", "mscclpp_to_json",

@@ -503,3 +503,138 @@ def _fields(f: tuple) -> str:
 
 def _ranges(ids: list[int]) -> str:
     return "[" + ", ".join(map(str, ids[:8])) + (", ..." if len(ids) > 8 else "") + "]"
+
+
+# ------------------------------------------------------- sizes the executors select
+
+
+#: Per-peer message sizes (bytes) an all-to-all is typically run at: ``compile --target`` chooses a chunk
+#: count the executor selects at these, and ``verify`` warns about a file it selects at none of them.
+TYPICAL_PEER_BYTES = (1 << 20, 64 << 20)
+#: Element sizes (bytes) of the collective libraries' data types: int8/fp8, half/bf16, float/int32, double/int64.
+ELEMENT_BYTES = (1, 2, 4, 8)
+#: Largest power of two (bytes per peer) the size rules are described up to: 1 TiB.
+MAX_POWER = 40
+
+
+@dataclass(frozen=True)
+class SizeRule:
+    """The all-to-all sizes an executor runs a file for: ``ranks`` ranks, a per-peer size that is a
+    multiple of ``quantum`` elements (``per_element``) or bytes, and a total over the ranks
+    (``ranks`` x per-peer bytes) within ``[min_total, max_total]`` (``max_total`` 0: no limit).
+    ``otherwise``: what happens at any other size.  Built by :func:`msccl_size_rule` and
+    :func:`mscclpp_size_rule`, which cite the executors' source."""
+
+    executor: str
+    ranks: int
+    quantum: int
+    per_element: bool
+    min_total: int
+    max_total: int
+    otherwise: str
+
+    def admits(self, peer_bytes: int, element_bytes: int = 4) -> bool:
+        """Whether the executor runs the file for ``peer_bytes`` per peer in elements of ``element_bytes``."""
+        if peer_bytes <= 0 or peer_bytes % element_bytes:
+            return False
+        total = peer_bytes * self.ranks
+        return (peer_bytes % (self.quantum * (element_bytes if self.per_element else 1)) == 0
+                and total >= self.min_total and (not self.max_total or total <= self.max_total))
+
+    def typical(self) -> tuple[int, ...]:
+        """The :data:`TYPICAL_PEER_BYTES` it is selected at, whatever the data type (:data:`ELEMENT_BYTES`)."""
+        return tuple(b for b in TYPICAL_PEER_BYTES if all(self.admits(b, s) for s in ELEMENT_BYTES))
+
+    def powers_of_two(self) -> tuple[int, int] | None:
+        """The smallest and largest power-of-two per-peer size (up to 2^:data:`MAX_POWER` bytes) it is selected
+        at whatever the data type, ``None`` when there is none: the sizes users send."""
+        ok = [1 << k for k in range(MAX_POWER + 1) if all(self.admits(1 << k, s) for s in ELEMENT_BYTES)]
+        return (ok[0], ok[-1]) if ok else None
+
+    def rule(self) -> str:
+        """The rule in words: ``per-peer sizes a multiple of 3 elements``, with the byte range if any."""
+        unit = "element" if self.per_element else "byte"
+        text = f"per-peer sizes a multiple of {self.quantum} {unit}{'s' if self.quantum > 1 else ''}"
+        if self.min_total or self.max_total:
+            text += (f", {self.min_total} to {self.max_total or 'any number of'} bytes over the {self.ranks} "
+                     f"ranks")
+        return text
+
+    def describe(self) -> str:
+        """One line: the rule, and the power-of-two sizes it serves (what runs at the others)."""
+        p = self.powers_of_two()
+        if p is None:
+            return f"{self.executor} runs it at {self.rule()}: at no power-of-two size ({self.otherwise})"
+        top = "up" if p[1] == 1 << MAX_POWER else f"to {_size(p[1])}"
+        return f"{self.executor} runs it at {self.rule()}: every power of two from {_size(p[0])} {top} per peer"
+
+    def to_json_dict(self) -> dict:
+        """``sizes`` of ``compile --json`` and ``verify --json`` (docs/json.md)."""
+        return {"executor": self.executor, "quantum": self.quantum,
+                "unit": "elements" if self.per_element else "bytes", "min_total_bytes": self.min_total,
+                "max_total_bytes": self.max_total, "typical_peer_bytes": list(self.typical()),
+                "powers_of_two": None if self.powers_of_two() is None else list(self.powers_of_two()),
+                "rule": self.rule()}
+
+
+def _size(b: int) -> str:
+    for shift, unit in ((40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")):
+        if b >= 1 << shift and b % (1 << shift) == 0:
+            return f"{b >> shift} {unit}"
+    return f"{b} B"
+
+
+def msccl_size_rule(p: MscclProgram, target: str | Target = DEFAULT_TARGET) -> SizeRule:
+    """When an MSCCL executor runs ``p`` for ``ncclAllToAll(count, datatype)`` (``count`` elements per peer).
+
+    msccl-executor-nccl, ``src/misc/msccl/msccl_lifecycle.cc`` l.330-339 (``mscclInternalSchedulerSelectAlgo``):
+    the first loaded algorithm with ``count > 0``, ``(count * sizeMultiplier) % nChunksPerLoop == 0``,
+    ``minBytes <= count * typesize * sizeMultiplier`` (``<= maxBytes`` unless 0), the communicator's
+    ``nRanks`` and out-of-place buffers; ``sizeMultiplier`` is ``ngpus`` for ``coll="alltoall"``
+    (``msccl_parser.cc`` l.763-765).  So ``count`` must be a multiple of
+    ``nchunksperloop / gcd(nchunksperloop, ngpus)`` elements (chunks per peer, for our files).
+    Otherwise ``mscclEnqueueCheck`` (l.472-482) falls back silently to NCCL's own all-to-all
+    (``collectives.cc`` l.298-309: one send and receive per peer).  RCCL's copy of the scheduler
+    applies the same test.
+    """
+    import math
+
+    t = get_target(target)
+    ncl = max(p.nchunksperloop, 1)
+    return SizeRule(t.name, p.ngpus, ncl // math.gcd(ncl, max(p.ngpus, 1)), True, p.min_bytes, p.max_bytes,
+                    f"{t.name.upper()}'s own all-to-all runs instead, silently")
+
+
+def mscclpp_size_rule(p) -> SizeRule:
+    """When the MSCCL++ executor runs plan ``p`` (an :class:`~a2a_compiler.formats.mscclpp.MscclppProgram`).
+
+    microsoft/mscclpp 1f5f065d, ``src/core/executor/execution_plan.cc`` l.299-311 (``checkMessageSize``,
+    called by ``loadExecutionPlan`` and ``lightLoadExecutionPlan``, l.263 and l.295): the input size
+    (all ``nranks`` peers' bytes, ``Executor::execute``'s ``sendBuffSize``, ``executor.cc`` l.548-563) must be
+    a multiple of ``buffer_alignment`` (default 16, l.131) with ``(inputSize / buffer_alignment) % input_chunks
+    == 0``, and lie within ``[min_message_size, max_message_size]`` (l.132-133); so a per-peer size a multiple
+    of ``buffer_alignment * input_chunks / gcd(.., nranks)`` bytes.  Otherwise the executor throws
+    ``"Input or output size is not aligned with buffer alignment or chunks"``: there is no fallback (its
+    NCCL interface has no all-to-all: ``src/ext/nccl/nccl.cc`` l.794-805).
+    """
+    import math
+
+    opts = dict(p.options)
+
+    def whole(key, default):
+        v = opts.get(key, default)
+        return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else default
+
+    align = max(whole("buffer_alignment", 16), 1)
+    chunks = max(p.gpus[0].input_chunks if p.gpus else 1, 1)
+    n = max(p.nranks, 1)
+    top = whole("max_message_size", 0)
+    return SizeRule("mscclpp", p.nranks, align * chunks // math.gcd(align * chunks, n), False,
+                    whole("min_message_size", 0), 0 if top >= 2**64 - 1 else top,
+                    "the executor throws 'Input or output size is not aligned with buffer alignment or chunks'")
+
+
+def is_power_of_two(c: int) -> bool:
+    """Whether ``c`` chunks per peer divide every power-of-two count from ``c`` up (what compile's
+    ``--target`` and MSCCL++ plans choose among, so that :data:`TYPICAL_PEER_BYTES` qualify)."""
+    return c >= 1 and c & (c - 1) == 0

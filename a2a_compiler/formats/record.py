@@ -44,7 +44,9 @@ class Record:
     all-to-allv's ``{ranks, sha256[, volumes]}`` (``Demand.to_json_dict`` without the source; the
     times are then the all-to-allv's), ``None`` for the plain all-to-all.  ``volumes``
     are recorded where the format has no place of its own for them (MSCCL XML); oneCCL-style
-    and MPI path files keep them in ``<rank volumes=...>``.
+    and MPI path files keep them in ``<rank volumes=...>``.  ``target``: the MSCCL executor the file was
+    compiled for (``compile --target``; :data:`~a2a_compiler.formats.msccl_rules.TARGETS`), ``None`` when none
+    was named; ``a2a verify`` checks its limits by default.
     """
 
     spec: str
@@ -53,11 +55,13 @@ class Record:
     lp_time: float | None = None
     mcf_time: float | None = None
     demand: dict | None = None
+    target: str | None = None
 
     def to_json_dict(self) -> dict:
         return {"version": VERSION, "spec": self.spec, "method": self.method, "fabric": self.fabric.to_json_dict(),
                 "lp_time": self.lp_time, "mcf_time": self.mcf_time,
-                **({} if self.demand is None else {"demand": self.demand})}
+                **({} if self.demand is None else {"demand": self.demand}),
+                **({} if self.target is None else {"target": self.target})}
 
     def demand_volumes(self, source: str):
         """The recorded all-to-allv :class:`~a2a_compiler.demand.Demand` when the record holds its
@@ -105,8 +109,11 @@ class Record:
         if demand is not None and not (isinstance(demand, dict) and isinstance(demand.get("sha256"), str)
                                        and isinstance(demand.get("volumes", []), list)):
             raise FormatError(f"{where}: demand must be an object with sha256 (and volumes, a list of rows)")
+        target = d.get("target")
+        if target is not None and not isinstance(target, str):
+            raise FormatError(f"{where}: target must be a string")
         return cls(d["spec"], d["method"], fabric, *(_time(d.get(k), k, where) for k in ("lp_time", "mcf_time")),
-                   demand)
+                   demand, target)
 
 
 def recorded_demand(program, source: str):

@@ -16,17 +16,18 @@ def program_name(schedule, name: str | None) -> str:
     return safe_name(name or f"{schedule.spec}-{schedule.method}")
 
 
-def record_of(schedule, volumes: bool = False) -> Record:
+def record_of(schedule, volumes: bool = False, target: str | None = None) -> Record:
     """The :class:`~a2a_compiler.formats.record.Record` a lowered file carries: the schedule's spec, method,
     fabric, ``lp_time``, ``info["mcf_time"]`` and demand; on a switched topology (``info["switched"]``) the
     physical spec (its volumes too when ``volumes``: formats with no
-    place of their own for them)."""
+    place of their own for them); ``target``: the executor named for the file (MSCCL's ``--target``)."""
     d = schedule.demand
     demand = None  # what determines the file: the matrix up to scale (not the name it was read from)
     if d is not None:
         demand = {k: v for k, v in d.to_json_dict(max_ranks=d.n if volumes else 0).items() if k != "source"}
     spec = schedule.info.get("switched", schedule.spec)   # a switched topology's programs connect its hosts
-    return Record(spec, schedule.method, schedule.fabric, schedule.lp_time, schedule.info.get("mcf_time"), demand)
+    return Record(spec, schedule.method, schedule.fabric, schedule.lp_time, schedule.info.get("mcf_time"), demand,
+                  target)
 
 
 def demand_volumes(schedule) -> tuple[tuple[float, ...], ...] | None:

@@ -26,7 +26,7 @@ SCALES_FURTHER = "--emit mpi (MPI path schedules have no per-rank size limit)"
 
 def lower_msccl(schedule: LinkSchedule, *, channels: int | None = None, instances: int = 1, proto: str = "Simple",
                 min_bytes: int = 0, max_bytes: int = 0, rcs: bool = False, name: str | None = None,
-                target: str | Target = DEFAULT_TARGET) -> MscclProgram:
+                target: str | Target | None = None) -> MscclProgram:
     """Lower a time-stepped link schedule to an MSCCL program (Basu et al. §4).
 
     Layout (docs/formats.md): tb 0 copies the self shard; then one receive tb
@@ -48,7 +48,8 @@ def lower_msccl(schedule: LinkSchedule, *, channels: int | None = None, instance
     run by its own copy of the schedule on its own channels (``nchannels =
     channels·instances``).  ``target`` (``nccl`` | ``rccl``) is the executor whose
     limits the program must meet (:data:`~a2a_compiler.formats.msccl_rules.TARGETS`:
-    thread blocks per GPU, channels, the parser's nodes per rank).  Raises
+    thread blocks per GPU, channels, the parser's nodes per rank; default ``nccl``); a target named
+    here is recorded in the file (:class:`~a2a_compiler.formats.record.Record`).  Raises
     :class:`A2AError`, one line naming the limit, when one cannot be met.
 
     An all-to-allv schedule (a demand) is lowered in the layout of fixed-size
@@ -57,7 +58,7 @@ def lower_msccl(schedule: LinkSchedule, *, channels: int | None = None, instance
     every row and column of ``T`` summing to ``nchunksperloop``
     (:meth:`~a2a_compiler.demand.Demand.msccl_counts`); other matrices are refused.
     """
-    t = get_target(target)
+    t = get_target(target or DEFAULT_TARGET)
     n = schedule.n_ranks
     if n > MAX_CHILDREN:
         raise A2AError(f"{n} ranks: MSCCL XML holds at most {MAX_CHILDREN} <gpu> elements (the executors' parser "
@@ -100,7 +101,8 @@ def lower_msccl(schedule: LinkSchedule, *, channels: int | None = None, instance
             raise A2AError(f"--name has {len(pname)} characters; the MSCCL parser holds at most {MAX_VALUE_LEN}")
         pname = pname[:MAX_VALUE_LEN]  # a long file: spec
     return MscclProgram(pname, proto, pl.lanes, ncl, n, "alltoall", 0, 1,
-                        int(min_bytes), int(max_bytes), tuple(gpus), record_of(schedule, volumes=True))
+                        int(min_bytes), int(max_bytes), tuple(gpus),
+                        record_of(schedule, volumes=True, target=None if target is None else t.name))
 
 
 def _fits(schedule: LinkSchedule, gpus: list[MscclGpu], nchannels: int, t: Target) -> None:

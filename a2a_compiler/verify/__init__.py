@@ -23,12 +23,12 @@ from dataclasses import dataclass, field, replace
 
 from ..chunk.cost import ratio
 from ..deadlock import find_deadlock
-from ..errors import A2AError, echo
+from ..errors import A2AError, FormatError, echo
 from ..fabric import Fabric
 from ..files import read_bytes
 from ..formats import FORMATS, detect_format
 from ..formats.mscclpp import looks_like_plan, parse_mscclpp
-from ..formats.record import Record
+from ..formats.record import TAG, Record
 from ..formats.xmlutil import parse_xml
 from ..topology.model import Topology
 from ..formats import msccl_rules, mscclpp_rules
@@ -59,6 +59,7 @@ class Report:
     mcf_solved: bool = False              # mcf_time was solved here (else it is the record's number)
     summary: str = ""
     target: str | None = None             # the MSCCL executor whose limits applied
+    size_rule: msccl_rules.SizeRule | None = None  # GPU formats: the sizes the executor runs the file at
     parser_nodes: int | None = None       # MSCCL: the most parser nodes any rank needs
     reused: bool = False                  # a plain all-to-all file priced under another demand (its LP times are not)
 
@@ -107,6 +108,7 @@ class Report:
             "chunks_per_shard": self.chunks_per_shard,
             "program": self.summary,
             "target": self.target,
+            "sizes": None if self.size_rule is None else self.size_rule.to_json_dict(),
             "parser_nodes": self.parser_nodes,
             "checks": {c: ("skipped: " + self.skipped[c] if c in self.skipped else
                            "fail" if self.errors[c] else "pass") for c in CHECKS},
@@ -125,21 +127,22 @@ class Report:
 
 def verify_file(path: str | os.PathLike, topology: Topology | None = None, fabric: Fabric | dict | None = None,
                 lp: bool = True, deadlock_free: bool = False, strict: bool = False, demand=None,
-                target: str = msccl_rules.DEFAULT_TARGET, cut: dict | None = None) -> Report:
+                target: str | None = None, cut: dict | None = None) -> Report:
     """Read ``path`` and :func:`verify_bytes` it."""
     return verify_bytes(read_bytes(path), str(path), topology, fabric, lp, deadlock_free, strict, demand, target, cut)
 
 
 def verify_bytes(data: bytes, source: str = "<xml>", topology: Topology | None = None,
                  fabric: Fabric | dict | None = None, lp: bool = True, deadlock_free: bool = False,
-                 strict: bool = False, demand=None, target: str = msccl_rules.DEFAULT_TARGET,
+                 strict: bool = False, demand=None, target: str | None = None,
                  cut: dict | None = None) -> Report:
     """Run every check that applies to the file's format; with ``strict``, warnings are errors.
 
     ``cut``: :func:`~a2a_compiler.topology.puncture.puncture`'s ``remove_links``, ``remove_nodes``
     and ``seed``, applied to the recorded topology (``--remove-links`` without ``--topology``).
 
-    ``target`` names the MSCCL executor whose limits apply (:data:`~a2a_compiler.formats.msccl_rules.TARGETS`).
+    ``target`` names the MSCCL executor whose limits apply (:data:`~a2a_compiler.formats.msccl_rules.TARGETS`;
+    default: the one the file records, else ``nccl``); one that differs from the recorded target is warned about.
 
     Warnings name what the executor accepts but other tools do not (a receive
     whose fields differ from its send's, msccl-tools' convention) or what is
@@ -148,7 +151,8 @@ def verify_bytes(data: bytes, source: str = "<xml>", topology: Topology | None =
     :class:`~a2a_compiler.demand.Demand`): check data movement against it
     (:func:`_demand_layout`); default: the demand the file records.  See :func:`_verify`.
     """
-    report = _verify(data, source, topology, fabric, lp, deadlock_free, demand, msccl_rules.get_target(target), cut)
+    report = _verify(data, source, topology, fabric, lp, deadlock_free, demand,
+                     None if target is None else msccl_rules.get_target(target), cut)
     if strict and report.warnings:
         report.errors["executor rules"] += [f"(--strict) {w}" for w in report.warnings]
         report.warnings = []
@@ -215,7 +219,6 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
     carry their volumes) data movement is checked against it (:func:`_demand_layout`), the
     predicted time is the all-to-allv's and the link-MCF optimum is ``1/F(D)``.
     """
-    target = target or msccl_rules.get_target(msccl_rules.DEFAULT_TARGET)
     if looks_like_plan(data):
         fmt, program = "mscclpp", parse_mscclpp(data, source)
     else:
@@ -239,6 +242,7 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
         findings = mscclpp_rules.check_rules(program)
         report.errors["executor rules"] += findings.errors
         report.warnings += findings.warnings
+        _size_rule(report, msccl_rules.mscclpp_size_rule(program) if findings.sound else None)
         g_ops = [sum(len(op.ops or ()) + 1 for op in tb.ops) for g in program.gpus for tb in g.threadblocks]
         report.summary = (f"{program.nranks} gpus, {report.chunks_per_shard} chunk(s) per peer, "
                           f"{'in-place' if program.inplace else 'out-of-place'}, "
@@ -249,6 +253,7 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
         if trace is None:
             return report
     elif fmt == "msccl":
+        target = _msccl_target(target, program.record, made["warnings"])
         report = Report(source, fmt, ranks, program.nchunksperloop // max(ranks, 1), **made)
         if demand is not None and demand.n != report.ranks:
             _demand_layout(fmt, program, demand, report)          # the one-line refusal
@@ -263,6 +268,7 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
         steps = sum(len(t.steps) for g in program.gpus for t in g.tbs)
         nodes = max((msccl_rules.parser_nodes(program, g) for g in program.gpus), default=0)
         report.target, report.parser_nodes = target.name, nodes
+        _size_rule(report, msccl_rules.msccl_size_rule(program, target) if sound else None)
         report.summary = (f"{program.ngpus} gpus, {report.chunks_per_shard} chunk(s) per peer, "
                           f"{program.nchannels} channel(s), {tbs} thread blocks, {steps} steps, "
                           f"{nodes} parser nodes per rank (max; {target.name} target), proto {program.proto}")
@@ -350,6 +356,26 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
     elif program.record is not None and not context.overrides and not report.reused:
         report.mcf_time = program.record.mcf_time
     return report
+
+
+def _msccl_target(given: msccl_rules.Target | None, record: Record | None, warnings: list[str]) -> msccl_rules.Target:
+    """The MSCCL executor whose limits apply: ``given`` (``--target``), else the recorded one, else ``nccl``;
+    a ``given`` one that differs from the record's is noted in ``warnings``."""
+    recorded = None if record is None else record.target
+    if recorded is not None and recorded not in msccl_rules.TARGETS:
+        raise FormatError(f"{TAG} target {recorded!r} is not one of {', '.join(msccl_rules.TARGETS)}")
+    if given is not None and recorded is not None and given.name != recorded:
+        warnings.append(f"--target {given.name}: the file was compiled for {recorded} (its record); "
+                        f"{given.name}'s limits and size rule are checked")
+    return given or msccl_rules.get_target(recorded or msccl_rules.DEFAULT_TARGET)
+
+
+def _size_rule(report: Report, rule: msccl_rules.SizeRule | None) -> None:
+    """Note when the executor runs the file; warn when it runs it at no power-of-two size."""
+    report.size_rule = rule
+    if rule is not None and rule.powers_of_two() is None:
+        report.warnings.append(f"{rule.describe()}; 'a2a compile' with "
+                               + ("--target " if report.format == "msccl" else "") + "chooses a count it selects")
 
 
 def _executor_trace(report: Report, sound: bool, size: int, run, program):

@@ -39,13 +39,22 @@ def layout_counts(program, nranks: int, demand=None) -> np.ndarray | None:
 
     MSCCL XML records no layout: a file that moves data as a plain all-to-all is one; any
     other is taken in ``demand``'s (default: the one its record holds) all-to-allv layout and must move data right there
-    (:func:`a2a_compiler.verify.simulate.simulate_msccl`).
+    (:func:`a2a_compiler.verify.simulate.simulate_msccl`).  An MSCCL++ plan is a plain all-to-all here
+    (``C`` chunks per pair) and needs separate send and receive buffers.
     """
-    from a2a_compiler.formats import MpiPathProgram, MscclProgram
+    from a2a_compiler.formats import MpiPathProgram, MscclppProgram, MscclProgram
     from a2a_compiler.verify.simulate import simulate_msccl
 
     if isinstance(program, MpiPathProgram):
         return None
+    if isinstance(program, MscclppProgram):
+        if program.inplace:
+            raise A2AError(f"MSCCL++ plan {program.name!r} is in place; an all-to-allv (--demand) needs separate "
+                           f"send and receive buffers: run it without --demand")
+        if program.record is not None and program.record.demand is not None:
+            raise A2AError(f"MSCCL++ plan {program.name!r} records an all-to-allv layout, which 'a2a run' takes "
+                           f"only from MSCCL, oneCCL-style and MPI path files")
+        return np.full((nranks, nranks), program.chunks_per_shard, np.int64)
     if isinstance(program, MscclProgram):
         if demand is None and program.record is not None:
             demand = program.record.demand_volumes(program.name)   # the all-to-allv it was compiled for
