@@ -141,7 +141,6 @@ OPTIONS = ("method", "link_bw", "host_bw", "forwarding", "nvlink_bw", "remove_li
 def run(args) -> int:
     """``a2a compile``: :func:`a2a_compiler.compile`, write the file, print the summary."""
     from ..chunk import load_schedule
-    from ..chunk.chunking import FIDELITY_TARGET
     from ..compiler import compile
 
     if bool(args.spec) == bool(args.from_ir):
@@ -164,10 +163,6 @@ def run(args) -> int:
           f"fidelity {out['fidelity']:.4f}")
     print(f"MCF        {out['mcf_time']:.6g} link-times, the link MCF optimum (certified): "
           f"ratio {out['mcf_ratio']:.4f}")
-    stepped = out["lp_time"] / out.get("schedule_predicted_time", float("inf"))
-    if args.emit in ("msccl", "mscclpp") and out["fidelity"] < min(FIDELITY_TARGET, stepped - 0.01):
-        print(f"note       fidelity {out['fidelity']:.4f}, the schedule's own steps {stepped:.4f}: a {args.emit} "
-              f"program has no global steps (docs/msccl.md); --emit oneccl runs them")
     if "demand" in out:
         print(f"demand     {out['demand']['source']} (sha256 {out['demand']['sha256'][:12]}): times are the "
               f"all-to-allv's, volumes scaled to mean 1 per pair")
