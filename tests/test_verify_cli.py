@@ -222,11 +222,13 @@ def test_several_files_json(tmp_path, capsys):
 def test_demo_files_are_what_compile_writes(tmp_path, capsys):
     """issue #18: the demo's MSCCL file for torus:3x3x3 was C=2, fidelity 0.939 (C chosen on a shared schedule
     IR, lowered with --from-ir); the demo now runs 'a2a compile' per format, which chooses C on the program
-    (torus:3x3x3: MSCCL C=6, 0.9789; oneCCL C=2, 0.9730; test_api checks that choice on the torus)."""
+    (torus:3x3x3: MSCCL C=8 with --target nccl (issue #33: a count NCCL's executor selects), 0.9791; oneCCL C=2,
+    0.9730)."""
     fabric = ["--link-bw", "25Gbps", "--host-bw", "100Gbps"]
     assert main(["demo", "--spec", "torus:3x3", "--dir", str(tmp_path / "demo"), "--no-run"]) == 0
-    for emit in ("msccl", "oneccl"):
-        assert main(["compile", "torus:3x3", *fabric, "--emit", emit, "-o", str(tmp_path / f"{emit}.xml"), "-q"]) == 0
+    for emit, target in (("msccl", ["--target", "nccl"]), ("oneccl", [])):
+        assert main(["compile", "torus:3x3", *fabric, "--emit", emit, *target, "-o", str(tmp_path / f"{emit}.xml"),
+                     "-q"]) == 0
         assert (tmp_path / "demo" / f"{emit}.xml").read_bytes() == (tmp_path / f"{emit}.xml").read_bytes()
     out = capsys.readouterr().out
     assert "== 2. verify against the topology and fabric the files record" in out and out.count("\nVALID\n") == 2

@@ -25,10 +25,13 @@ DEFAULT_HOST_BW = "100Gbps"
 
 EPILOG = f"""\
 what it does (each step is also a command of its own):
-  1. a2a compile {DEFAULT_SPEC} --link-bw {DEFAULT_LINK_BW} --host-bw {DEFAULT_HOST_BW} --emit msccl  -o DIR/msccl.xml
+  1. a2a compile {DEFAULT_SPEC} --link-bw {DEFAULT_LINK_BW} --host-bw {DEFAULT_HOST_BW} --emit msccl --target nccl \
+         -o DIR/msccl.xml
      a2a compile {DEFAULT_SPEC} --link-bw {DEFAULT_LINK_BW} --host-bw {DEFAULT_HOST_BW} --emit oneccl -o DIR/oneccl.xml
      (each picks the smallest chunk count whose *program* reaches fidelity 0.97: the MSCCL
-     dataflow differs from the oneCCL steps, so lowering one shared schedule IR would not)
+     dataflow differs from the oneCCL steps, so lowering one shared schedule IR would not;
+     for MSCCL a power of two, so that NCCL's MSCCL executor selects the file at the
+     power-of-two sizes users send)
   2. a2a verify DIR/msccl.xml DIR/oneccl.xml   (the topology and fabric the files record)
   3. mpiexec -n 27 python -m runtimes.mpi DIR/msccl.xml -b 1K -e 256K ...  (3a; 3b: oneccl.xml;
      the MCF bound from the files' records)
@@ -97,7 +100,8 @@ def run(args) -> int:
     for i, emit in enumerate(("msccl", "oneccl")):
         path = out / f"{emit}.xml"
         _step(f"1{'ab'[i]}. compile {args.spec} ({' '.join(fabric)}, tsMCF) to {emit}")
-        _a2a(["compile", args.spec, *fabric, "--emit", emit, "-o", str(path)])
+        target = ["--target", "nccl"] if emit == "msccl" else []
+        _a2a(["compile", args.spec, *fabric, "--emit", emit, *target, "-o", str(path)])
         files.append(path)
 
     _step("2. verify against the topology and fabric the files record")
