@@ -1,11 +1,11 @@
 """Compile the precompiled schedules in schedules/ for the paper's testbed topologies (Basu et al. §5.1–5.2).
 
-    python tools/make_schedules.py            # (re)write schedules/*.xml and schedules/README.md
+    python tools/make_schedules.py            # (re)write schedules/*.xml, *.json and schedules/README.md
     python tools/make_schedules.py --check    # recompile into a temporary directory, compare bytes, verify
 
 Each schedule is produced by :func:`a2a_compiler.compile`, byte for byte what the
-``a2a compile`` command listed in schedules/README.md writes; link schedules (tsMCF) are emitted as MSCCL and
-oneCCL-style XML, path schedules (MCF-extP) as MPI path XML.
+``a2a compile`` command listed in schedules/README.md writes; link schedules (tsMCF) are emitted as MSCCL
+(for NCCL's MSCCL executor), MSCCL++ plans and oneCCL-style XML, path schedules (MCF-extP) as MPI path XML.
 """
 
 from __future__ import annotations
@@ -20,20 +20,25 @@ OUT = ROOT / "schedules"
 #: §5.2 torus fabric: 25 Gbps links, 100 Gbps host injection (host-NIC bottleneck for degree 6).
 TORUS = {"link_bw": "25Gbps", "host_bw": "100Gbps"}
 
+#: GPU files are compiled for NCCL's MSCCL executor: a chunk count it selects at power-of-two sizes (issue #33).
+NCCL = {"target": "nccl"}
+
 #: (file name, a2a_compiler.compile arguments: spec, emit, keywords; what it is).
 SCHEDULES = [
-    ("bipartite-4-tsmcf.msccl.xml", ("bipartite:4", "msccl", {}), "complete bipartite K4,4 (8 GPUs), tsMCF"),
+    ("bipartite-4-tsmcf.msccl.xml", ("bipartite:4", "msccl", NCCL), "complete bipartite K4,4 (8 GPUs), tsMCF"),
     ("bipartite-4-tsmcf.oneccl.xml", ("bipartite:4", "oneccl", {}), "complete bipartite K4,4, tsMCF"),
     ("bipartite-4-mcf-extp.mpi.xml", ("bipartite:4", "mpi", {}), "complete bipartite K4,4, MCF-extP"),
-    ("hypercube-3-tsmcf.msccl.xml", ("hypercube:3", "msccl", {}), "3-cube (8 GPUs), tsMCF"),
+    ("hypercube-3-tsmcf.msccl.xml", ("hypercube:3", "msccl", NCCL), "3-cube (8 GPUs), tsMCF"),
+    ("hypercube-3-tsmcf.mscclpp.json", ("hypercube:3", "mscclpp", {}), "3-cube (8 GPUs), tsMCF, MSCCL++ plan"),
     ("hypercube-3-tsmcf.oneccl.xml", ("hypercube:3", "oneccl", {}), "3-cube, tsMCF"),
     ("hypercube-3-mcf-extp.mpi.xml", ("hypercube:3", "mpi", {}), "3-cube, MCF-extP"),
-    ("twisted-hypercube-3-tsmcf.msccl.xml", ("twisted-hypercube:3", "msccl", {}), "twisted 3-cube (8 GPUs), tsMCF"),
+    ("twisted-hypercube-3-tsmcf.msccl.xml", ("twisted-hypercube:3", "msccl", NCCL), "twisted 3-cube (8 GPUs), tsMCF"),
     ("twisted-hypercube-3-tsmcf.oneccl.xml", ("twisted-hypercube:3", "oneccl", {}), "twisted 3-cube, tsMCF"),
     ("twisted-hypercube-3-mcf-extp.mpi.xml", ("twisted-hypercube:3", "mpi", {}), "twisted 3-cube, MCF-extP"),
-    ("torus-3x3x3-tsmcf.msccl.xml", ("torus:3x3x3", "msccl", TORUS),
+    ("torus-3x3x3-tsmcf.msccl.xml", ("torus:3x3x3", "msccl", {**TORUS, **NCCL}),
      "3x3x3 torus (27 nodes), host-NIC bottleneck (§5.2), tsMCF"),
-    ("torus-3x3x3-tsmcf-f99.msccl.xml", ("torus:3x3x3", "msccl", {**TORUS, "min_fidelity": 0.99, "max_chunks": 24}),
+    ("torus-3x3x3-tsmcf-f99.msccl.xml",
+     ("torus:3x3x3", "msccl", {**TORUS, **NCCL, "min_fidelity": 0.99, "max_chunks": 32}),
      "3x3x3 torus, host-NIC bottleneck, tsMCF, fidelity >= 0.99"),
     ("torus-3x3x3-tsmcf.oneccl.xml", ("torus:3x3x3", "oneccl", TORUS), "3x3x3 torus, host-NIC bottleneck, tsMCF"),
     ("torus-3x3x3-mcf-extp.mpi.xml", ("torus:3x3x3", "mpi", {**TORUS, "forwarding": "nic"}),
@@ -70,8 +75,10 @@ def readme(results: dict) -> str:
         lines.append(f"| `{name}` | {what} | `{command(name, spec, emit, options)}` | {r.chunks_per_shard} | "
                      f"{r.lp_time:.6g} | {r.mcf_time:.6g} | {r.predicted_time:.6g} | {r.fidelity:.4f} | "
                      f"{r.mcf_ratio:.4f} |")
-    lines += ["", "Load an MSCCL file with the MSCCL executor as described in docs/msccl.md; run the oneCCL-style",
-              "and MPI path files with `mpiexec -n N a2a run FILE` (docs/formats.md describes all three).", ""]
+    lines += ["", "Load an MSCCL file with the MSCCL executor and an MSCCL++ plan with MSCCL++'s executor as",
+              "described in docs/msccl.md (the MSCCL files are compiled for NCCL's MSCCL executor, with a chunk",
+              "count it selects at power-of-two sizes); run the oneCCL-style and MPI path files with",
+              "`mpiexec -n N a2a run FILE` (docs/formats.md describes every format).", ""]
     return "\n".join(lines)
 
 
