@@ -173,6 +173,23 @@ def test_run_takes_an_mscclpp_plan_with_a_demand_in_the_plain_layout():
                               f"and receive buffers: run it without --demand")
 
 
+def test_run_lays_an_mscclpp_all_to_allv_out_by_its_recorded_demand(tmp_path):
+    """The plan records the volumes; 'a2a run' recomputes T = D.msccl_counts(C) from them, as for MSCCL files, and
+    refuses in one line a demand the plan does not move data for."""
+    from a2a_compiler.demand import Demand, read_demand
+    from runtimes.mpi.alltoallv import layout_counts
+
+    balanced = [[0, 2, 1, 1], [1, 0, 2, 1], [1, 1, 0, 2], [2, 1, 1, 0]]
+    plan = a2a_compiler.compile("hypercube:2", "mscclpp", demand=Demand.from_array(balanced)).program
+    assert plan.chunks_per_shard == 1 and layout_counts(plan, 4).tolist() == balanced
+    (tmp_path / "E.csv").write_text("0,1,2,1\n1,0,1,2\n2,1,0,1\n1,2,1,0\n")
+    with pytest.raises(A2AError) as exc:
+        layout_counts(plan, 4, read_demand(tmp_path / "E.csv"))
+    assert str(exc.value) == (f"MSCCL++ plan {plan.name!r} moves data neither as an all-to-all nor as the all-to-allv "
+                              f"of {tmp_path / 'E.csv'}: gpu 0: output chunk o[2] holds chunk (3, 0, 0) (origin, dest, "
+                              f"index), expected (2, 0, 1)")
+
+
 @pytest.mark.mpi
 @pytest.mark.skipif(MPICH is None, reason="no mpiexec next to the Python interpreter or on PATH")
 def test_mscclpp_plan_runs_an_all_to_allv_byte_exact(tmp_path, capsys):
