@@ -197,6 +197,12 @@ def _demand_layout(fmt: str, program, demand, report: "Report", trace=None):
     return None
 
 
+#: What ``--target`` does not change for each format that has no executor target (MSCCL's nccl / rccl).
+UNTARGETED = {"mscclpp": "an MSCCL++ plan runs on the MSCCL++ executor, whose rules and size rule are checked",
+              "oneccl": "a oneCCL-style file is checked without executor limits",
+              "mpi": "an MPI path file is checked without executor limits"}
+
+
 def _layout_run(fmt: str, simulate_fn, demand, report: Report):
     """``run(program)`` for :func:`_executor_trace` of an MSCCL file or MSCCL++ plan (``simulate_fn`` executes
     one, in the layout ``counts`` given), and the dict where it leaves the ``"layout"`` found: under a demand,
@@ -246,6 +252,9 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
     caps = None if topology is None else topology_check.link_capacities(topology)
     made = dict(record=program.record, spec=None if topology is None else topology.spec, fabric=fabric,
                 overrides=context.overrides, warnings=list(context.warnings))
+    if target is not None and fmt != "msccl":   # a warning, not a refusal: the pre-commit hook passes it to every file
+        made["warnings"].append(f"--target {target.name} names an MSCCL executor and applies to MSCCL XML only; "
+                                f"{UNTARGETED[fmt]}")
     if fmt == "mscclpp":
         report = Report(source, fmt, ranks, program.chunks_per_shard, **made)
         if demand is not None and demand.n != report.ranks:
