@@ -154,7 +154,8 @@ def test_plans_nvlink_and_demands_are_recorded(tmp_path, capsys, monkeypatch, sp
 
 def test_an_mscclpp_all_to_allv_verifies_under_its_demand_and_target_is_a_warning(tmp_path, capsys, monkeypatch):
     """An MSCCL++ plan of a balanced all-to-allv verifies under --demand as compiled (its record holds the volumes),
-    the plain plan is priced under it, reused; --target, which names an MSCCL executor, is a one-line warning (an error with --strict), not ignored."""
+    the plain plan is priced under it, reused; --target, which names an MSCCL executor, is a one-line warning (an
+    error with --strict), not ignored."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "D.csv").write_text(BALANCED)
     assert main(["compile", "hypercube:2", "--emit", "mscclpp", "--demand", "D.csv", "-o", "f", "-q", "--json"]) == 0
