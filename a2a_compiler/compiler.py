@@ -345,8 +345,8 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
     (:mod:`a2a_compiler.chunk.injection`): ``flow_per_chunk`` (every chunk its own route),
     ``max_flows`` (time steps with at most that many routes per host and direction).  ``name``
     goes into the file.  ``demand`` (a :class:`~a2a_compiler.demand.Demand`, an array or a CSV /
-    ``.npy`` path) compiles the all-to-allv of that matrix (MSCCL: balanced matrices only, in the
-    fixed-size-buffer layout of docs/formats.md; MSCCL++ likewise refuses other matrices); the plain all-to-all
+    ``.npy`` path) compiles the all-to-allv of that matrix (MSCCL and MSCCL++: balanced matrices only, in the
+    fixed-size-buffer layout of docs/formats.md; others are refused before solving); the plain all-to-all
     is then compiled alike and
     its program priced under the demand (``uniform_reused_time``).  Each keyword is the ``a2a compile``
     option of the same name (``max_chunks`` is ``--max-chunks``), with the same

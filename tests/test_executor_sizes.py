@@ -127,17 +127,37 @@ def test_the_target_travels_with_the_file(tmp_path, capsys):
     assert capsys.readouterr().err == f"a2a verify: error: a2a-record target 'xccl' is not one of nccl, rccl\n"
 
 
-def test_a_file_recording_rccl_over_its_64_thread_blocks_fails_verify(tmp_path, capsys):
-    """complete:33 at C = 1 needs 65 thread blocks per GPU: fine for NCCL, over RCCL's 64."""
-    r = a2a_compiler.compile("complete:33", "msccl", target="nccl", max_chunks=1)
+@pytest.fixture(scope="module")
+def c33():
+    """complete:33 at C = 1 for --target nccl: 65 thread blocks per GPU, fine for NCCL, over RCCL's 64."""
+    return a2a_compiler.compile("complete:33", "msccl", target="nccl", max_chunks=1)
+
+
+def test_a_file_recording_rccl_over_its_64_thread_blocks_fails_verify(c33, tmp_path, capsys):
     f = tmp_path / "c33.xml"
-    f.write_bytes(r.data.replace(b'"target": "nccl"', b'"target": "rccl"'))
+    f.write_bytes(c33.data.replace(b'"target": "nccl"', b'"target": "rccl"'))
     assert main(["verify", str(f), "--no-lp"]) == 1
     out = capsys.readouterr().out.splitlines()
     assert "    error: gpu 0: 65 thread blocks, over RCCL (ROCm)'s limit of 64 per GPU" in out
     with pytest.raises(A2AError, match=r"^complete:33 at 1 chunk\(s\) per shard: gpu 0 needs 65 thread blocks, over "
                                        r"RCCL \(ROCm\)'s 64 per GPU"):
         a2a_compiler.compile("complete:33", "msccl", target="rccl", max_chunks=1)
+
+
+def test_run_checks_the_limits_of_the_recorded_target(c33):
+    """'a2a run' applies the rules of the executor the file records, as verify does (nccl when it records none)."""
+    from a2a_compiler.errors import FormatError
+    from a2a_compiler.formats import parse_program
+    from runtimes.mpi.plan import plan_msccl
+
+    assert len(plan_msccl(c33.program, 33)) == 33
+    untargeted = parse_program(c33.data.replace(b'"target": "nccl", ', b""))[1]
+    assert untargeted.record.target is None and len(plan_msccl(untargeted, 33)) == 33
+    rccl = parse_program(c33.data.replace(b'"target": "nccl"', b'"target": "rccl"'))[1]
+    with pytest.raises(FormatError) as exc:
+        plan_msccl(rccl, 33)
+    assert str(exc.value) == ("MSCCL algo 'complete:33-tsmcf': gpu 0: 65 thread blocks, over RCCL (ROCm)'s limit of "
+                              "64 per GPU (and 32 more; run 'a2a verify')")
 
 
 def test_mscclpp_refuses_an_unbalanced_demand_before_solving(tmp_path, capsys):
@@ -171,6 +191,23 @@ def test_run_takes_an_mscclpp_plan_with_a_demand_in_the_plain_layout():
         layout_counts(replace(plan, inplace=True), 8)
     assert str(exc.value) == (f"MSCCL++ plan {plan.name!r} is in place; an all-to-allv (--demand) needs separate send "
                               f"and receive buffers: run it without --demand")
+
+
+def test_run_lays_an_mscclpp_all_to_allv_out_by_its_recorded_demand(tmp_path):
+    """The plan records the volumes; 'a2a run' recomputes T = D.msccl_counts(C) from them, as for MSCCL files, and
+    refuses in one line a demand the plan does not move data for."""
+    from a2a_compiler.demand import Demand, read_demand
+    from runtimes.mpi.alltoallv import layout_counts
+
+    balanced = [[0, 2, 1, 1], [1, 0, 2, 1], [1, 1, 0, 2], [2, 1, 1, 0]]
+    plan = a2a_compiler.compile("hypercube:2", "mscclpp", demand=Demand.from_array(balanced)).program
+    assert plan.chunks_per_shard == 1 and layout_counts(plan, 4).tolist() == balanced
+    (tmp_path / "E.csv").write_text("0,1,2,1\n1,0,1,2\n2,1,0,1\n1,2,1,0\n")
+    with pytest.raises(A2AError) as exc:
+        layout_counts(plan, 4, read_demand(tmp_path / "E.csv"))
+    assert str(exc.value) == (f"MSCCL++ plan {plan.name!r} moves data neither as an all-to-all nor as the all-to-allv "
+                              f"of {tmp_path / 'E.csv'}: gpu 0: output chunk o[2] holds chunk (3, 0, 0) (origin, dest, "
+                              f"index), expected (2, 0, 1)")
 
 
 @pytest.mark.mpi

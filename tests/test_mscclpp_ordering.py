@@ -140,6 +140,56 @@ def test_flush_rules(plan):
         "gpu 0 tb 1 op 14: flush on memory channels; the executor flushes port channels only"]
 
 
+#: A balanced, non-uniform 8 x 8 matrix: all ones off the diagonal, plus 2 on s -> s+1 and 1 on a derangement;
+#: every row and column sums to 10.
+BALANCED8 = ("0,3,1,2,1,1,1,1\n2,0,3,1,1,1,1,1\n1,2,0,3,1,1,1,1\n1,1,2,0,3,1,1,1\n1,1,1,1,0,3,1,2\n"
+             "1,1,1,1,2,0,3,1\n1,1,1,1,1,2,0,3\n3,1,1,1,1,1,2,0\n")
+
+
+def test_a_balanced_all_to_allv_plan_is_race_free_in_its_layout(tmp_path):
+    """hypercube:3 for a balanced all-to-allv: buffers laid out by T = D.msccl_counts(C), as MSCCL lays them; the
+    plan records the demand's volumes, from which verify recomputes T; race-free on both transports."""
+    from a2a_compiler.demand import read_demand
+
+    (tmp_path / "D.csv").write_text(BALANCED8)
+    d = read_demand(tmp_path / "D.csv")
+    r = compile_schedule("hypercube:3", "mscclpp", demand=d)
+    p = r.program
+    assert (p.chunks_per_shard, round(r.fidelity, 4), round(r.predicted_time, 6), round(r.lp_time, 6)) == (
+        16, 0.9722, 5.04, 4.9)
+    assert p.record.demand == {"ranks": 8, "sha256": d.sha256, "volumes": d.volumes.tolist()}
+    T = d.msccl_counts(16)
+    assert T[0].tolist() == [0, 38, 13, 25, 13, 13, 13, 13] and (T.sum(axis=0) == 128).all()
+    assert simulate.simulate_mscclpp(p, "ib", counts=T).errors == []
+    assert simulate.simulate_mscclpp(p, "cudaipc", counts=T).errors == []
+    assert simulate.simulate_mscclpp(p).errors[0] == (   # not a plain all-to-all
+        "gpu 0: output chunk o[0] holds chunk (1, 0, 0) (origin, dest, index), expected (0, 0, 0)")
+    ops = [op for g in json.loads(r.data)["gpus"] for tb in g["threadblocks"] for op in tb["ops"]]
+    flushes = [op for op in ops if op["name"] == "flush"]
+    assert (len(ops), len(flushes), sum(op["name"] == "copy" for op in ops)) == (317, 24, 0)   # no self block
+    assert all(len(op["dst_buff"]) == len(op["channel_ids"]) for op in flushes)
+    rep = verify_bytes(r.data, "p.json", lp=False)   # the recorded demand: no option needed
+    assert rep.valid and rep.warnings == [] and rep.perf.predicted_time == r.predicted_time
+
+
+def test_a_schedule_outside_the_demands_layout_is_refused_in_one_line():
+    """Chunk counts that are not D.msccl_counts(C) (a hand-edited IR) give buffers the plan cannot lay out."""
+    from dataclasses import replace
+
+    from a2a_compiler.demand import Demand
+    from a2a_compiler.lower import lower_mscclpp
+
+    s = compile_schedule("hypercube:2", "mscclpp", demand=Demand.from_array(
+        [[0, 2, 1, 1], [1, 0, 2, 1], [1, 1, 0, 2], [2, 1, 1, 0]])).schedule
+    T = s.counts().copy()
+    T[0, 1:] = (1, 2, 1)
+    with pytest.raises(A2AError) as e:
+        lower_mscclpp(replace(s, chunk_counts=T))
+    assert str(e.value) == ("this all-to-allv schedule's chunk counts do not give every rank the same buffer size; "
+                            "MSCCL++ needs a matrix whose rows and columns all sum to the same total: use the MPI "
+                            "path format (--emit mpi) or oneCCL-style XML (--emit oneccl)")
+
+
 def test_an_unbalanced_demand_is_refused_in_one_line(tmp_path):
     d = tmp_path / "d.csv"
     d.write_text("0,1,2,1\n1,0,1,1\n1,1,0,1\n1,1,1,0\n")

@@ -152,6 +152,37 @@ def test_plans_nvlink_and_demands_are_recorded(tmp_path, capsys, monkeypatch, sp
         assert "compiled for another demand matrix" in " ".join(json.loads(capsys.readouterr().out)["errors"])
 
 
+def test_an_mscclpp_all_to_allv_verifies_under_its_demand_and_target_is_a_warning(tmp_path, capsys, monkeypatch):
+    """An MSCCL++ plan of a balanced all-to-allv verifies under --demand as compiled (its record holds the volumes),
+    the plain plan is priced under it, reused; --target, which names an MSCCL executor, is a one-line warning (an
+    error with --strict), not ignored."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "D.csv").write_text(BALANCED)
+    assert main(["compile", "hypercube:2", "--emit", "mscclpp", "--demand", "D.csv", "-o", "f", "-q", "--json"]) == 0
+    compiled = json.loads(capsys.readouterr().out)
+    assert main(["verify", "f", "--demand", "D.csv", "--json"]) == 0
+    verified = json.loads(capsys.readouterr().out)
+    keys = ("spec", "predicted_time", "lp_time", "mcf_time", "fidelity", "mcf_ratio", "sizes")
+    assert {k: verified[k] for k in keys} == {k: compiled[k] for k in keys} and verified["warnings"] == []
+    (tmp_path / "E.csv").write_text("0,1,2,1\n1,0,1,2\n2,1,0,1\n1,2,1,0\n")
+    assert main(["verify", "f", "--demand", "E.csv", "--json"]) == 1            # another balanced matrix
+    assert "compiled for another demand matrix" in json.loads(capsys.readouterr().out)["errors"][0]
+    assert main(["compile", "hypercube:2", "--emit", "mscclpp", "-o", "plain", "-q"]) == 0
+    capsys.readouterr()
+    assert main(["verify", "plain", "--demand", "D.csv", "--no-lp", "--json"]) == 0   # the plain plan, reused
+    d = json.loads(capsys.readouterr().out)
+    assert d["predicted_time"] == compiled["uniform_reused"]["predicted_time"] == 3 and d["warnings"] == [
+        "the file is the plain all-to-all: priced for D.csv reused, with its routes and steps unchanged and "
+        "fixed-size chunks padded to the largest pair's volume"]
+    warning = ("--target rccl names an MSCCL executor and applies to MSCCL XML only; an MSCCL++ plan runs on the "
+               "MSCCL++ executor, whose rules and size rule are checked")
+    assert main(["verify", "f", "--target", "rccl", "--no-lp", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["warnings"] == [warning] and d["target"] is None
+    assert main(["verify", "f", "--target", "rccl", "--no-lp", "--strict"]) == 1
+    assert f"    error: (--strict) {warning}" in capsys.readouterr().out.splitlines()
+
+
 def test_compile_from_ir(tmp_path, capsys):
     ir = tmp_path / "s.json"
     assert main(["schedule", "ring:4", "-o", str(ir), "-q"]) == 0

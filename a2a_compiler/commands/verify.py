@@ -97,7 +97,8 @@ def register(sub) -> None:
     p.add_argument("--target", choices=sorted(TARGETS),
                    help="MSCCL executor whose limits and size rule apply: nccl (msccl-executor-nccl) or rccl (ROCm); "
                         "default: the one the file records ('a2a compile --target'), else nccl; one that differs "
-                        "from the record is a warning")
+                        "from the record is a warning, and so is --target on an MSCCL++, oneCCL-style or MPI path "
+                        "file (they have no executor target)")
     p.add_argument("--no-lp", action="store_true", help="do not solve the link MCF (mcf_time is then the recorded one)")
     p.add_argument("--deadlock-free", action="store_true",
                    help="MPI path files: prove the routes' channel dependency graph over (link, virtual channel) "

@@ -615,7 +615,10 @@ def mscclpp_size_rule(p) -> SizeRule:
     == 0``, and lie within ``[min_message_size, max_message_size]`` (l.132-133); so a per-peer size a multiple
     of ``buffer_alignment * input_chunks / gcd(.., nranks)`` bytes.  Otherwise the executor throws
     ``"Input or output size is not aligned with buffer alignment or chunks"``: there is no fallback (its
-    NCCL interface has no all-to-all: ``src/ext/nccl/nccl.cc`` l.794-805).
+    NCCL interface has no all-to-all: ``src/ext/nccl/nccl.cc`` l.794-805).  An all-to-allv plan has the
+    same fixed-size buffers of ``input_chunks = output_chunks = nranks·C`` chunks (pairs laid out by
+    :meth:`~a2a_compiler.demand.Demand.msccl_counts`), so the rule holds with the per-peer size read as
+    the buffer's bytes over ``nranks``.
     """
     import math
 

@@ -43,7 +43,7 @@ class Record:
     link-MCF optimum of the fabric.  Times in link-times for unit shards.  ``demand``: an
     all-to-allv's ``{ranks, sha256[, volumes]}`` (``Demand.to_json_dict`` without the source; the
     times are then the all-to-allv's), ``None`` for the plain all-to-all.  ``volumes``
-    are recorded where the format has no place of its own for them (MSCCL XML); oneCCL-style
+    are recorded where the format has no place of its own for them (MSCCL XML, MSCCL++ plans); oneCCL-style
     and MPI path files keep them in ``<rank volumes=...>``.  ``target``: the MSCCL executor the file was
     compiled for (``compile --target``; :data:`~a2a_compiler.formats.msccl_rules.TARGETS`), ``None`` when none
     was named; ``a2a verify`` checks its limits by default.

@@ -19,8 +19,8 @@ def program_name(schedule, name: str | None) -> str:
 def record_of(schedule, volumes: bool = False, target: str | None = None) -> Record:
     """The :class:`~a2a_compiler.formats.record.Record` a lowered file carries: the schedule's spec, method,
     fabric, ``lp_time``, ``info["mcf_time"]`` and demand; on a switched topology (``info["switched"]``) the
-    physical spec (its volumes too when ``volumes``: formats with no
-    place of their own for them); ``target``: the executor named for the file (MSCCL's ``--target``)."""
+    physical spec (its volumes too when ``volumes``: formats with no place of their own for them,
+    MSCCL and MSCCL++); ``target``: the executor named for the file (MSCCL's ``--target``)."""
     d = schedule.demand
     demand = None  # what determines the file: the matrix up to scale (not the name it was read from)
     if d is not None:

@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
-import numpy as np
-
 from ..chunk.ir import LinkSchedule
 from ..errors import A2AError
 from ..formats.msccl import PROTOS, MscclGpu, MscclProgram, MscclStep, MscclThreadBlock
@@ -14,7 +12,7 @@ from ..formats.msccl_rules import (DEFAULT_TARGET, MAX_CHILDREN, MAX_CNT, MAX_DE
                                    MAX_PEER_TBS_PER_CHANNEL, MAX_STEPS_PER_TB, MAX_VALUE_LEN, Target, get_target,
                                    parser_nodes)
 from . import program_name, record_of
-from .placement import Placement, place
+from .placement import Placement, check_balanced_layout, place
 
 #: Largest channel count tried when ``channels`` is left to :func:`lower_msccl`.
 MAX_AUTO_CHANNELS = 8
@@ -70,11 +68,7 @@ def lower_msccl(schedule: LinkSchedule, *, channels: int | None = None, instance
     if instances < 1 or (channels is not None and channels < 1):
         raise A2AError("channels and instances must be at least 1")
     if schedule.demand is not None:
-        want = schedule.demand.msccl_counts(schedule.chunks_per_shard)   # refuses unbalanced matrices
-        if not np.array_equal(schedule.counts(), want):
-            raise A2AError("this all-to-allv schedule's chunk counts do not give every rank the same buffer size; "
-                           "MSCCL needs a matrix whose rows and columns all sum to the same total: use the MPI "
-                           "path format (--emit mpi) or oneCCL-style XML (--emit oneccl)")
+        check_balanced_layout(schedule, "MSCCL")
         if instances != 1:
             raise A2AError("--instances applies to the plain all-to-all; an all-to-allv file takes --channels")
     candidates = [channels] if channels is not None else range(1, MAX_AUTO_CHANNELS + 1)

@@ -37,7 +37,7 @@ from ..errors import A2AError
 from ..formats.mscclpp import BuffRef, Channel, Gpu, MscclppProgram, Op, RemoteBuffer, ThreadBlock
 from ..formats.mscclpp_rules import MAX_CHANNEL, MAX_CHANNEL_PER_OPERATION, MAX_OPERATION
 from . import program_name, record_of
-from .placement import place
+from .placement import check_balanced_layout, place
 
 #: Formats that scale further than an MSCCL++ plan, named when a program does not fit.
 SCALES_FURTHER = "--emit mpi (MPI path schedules) or --emit msccl"
@@ -48,14 +48,16 @@ def lower_mscclpp(schedule: LinkSchedule, *, name: str | None = None, nodes=None
 
     ``nodes[r]``: the node (server) of rank ``r`` (default: each rank its own); ranks of one node
     share memory channels, others port channels
-    (:func:`~a2a_compiler.topology.switched.host_nodes`).  Raises :class:`A2AError`, one line
-    naming the limit, when a threadblock would exceed the executor's operations or channels, or when a
-    demand gives the pairs different chunk counts (the plan's layout is the all-to-all's).
+    (:func:`~a2a_compiler.topology.switched.host_nodes`).  An all-to-allv schedule (a balanced
+    demand) is laid out as MSCCL lays it (:func:`~a2a_compiler.lower.msccl.lower_msccl`): fixed-size
+    buffers of ``N·C`` chunks, ``T[i][j]`` chunks of rank ``i`` for rank ``j``
+    (:meth:`~a2a_compiler.demand.Demand.msccl_counts`), and the plan's record holds the demand's
+    volumes, from which ``a2a verify`` and ``a2a run`` recompute ``T``.  Raises :class:`A2AError`, one
+    line naming the limit, when a threadblock would exceed the executor's operations or channels, or
+    when the schedule's chunk counts are not that layout.
     """
+    check_balanced_layout(schedule, "MSCCL++")
     pl = place(schedule, lanes=1)
-    if (pl.counts != pl.chunks_per_shard).any():
-        raise A2AError("an MSCCL++ plan here is a plain all-to-all (every pair the same chunks); this demand is "
-                       "unbalanced: compile it with --emit msccl, oneccl or mpi")
     node = list(range(schedule.n_ranks)) if nodes is None else [int(x) for x in nodes]
     n, C = pl.n_ranks, pl.chunks_per_shard
     kind = {}
@@ -99,13 +101,13 @@ def lower_mscclpp(schedule: LinkSchedule, *, name: str | None = None, nodes=None
         channels.append(tuple(Channel(t, tuple(p)) for t, p in lists.items() if p))
     gpus = []
     for v in range(n):
-        tbs = [_sink(v, n, C, ins[v], kind, index)]
+        tbs = [_sink(v, [c for c in pl.copies if c.rank == v], ins[v], kind, index)]
         remote = []
         for w in outs[v]:
             tbs.append(_sender(v, w, len(tbs), runs[(v, w)], need, ins[v], outs[w], kind, index, remote, relay))
         gpus.append(Gpu(v, n * C, n * C, pl.scratch[v], tuple(tbs), channels[v], tuple(remote), ()))
     return MscclppProgram(program_name(schedule, name), "alltoall", "Simple", False, tuple(gpus),
-                          record=record_of(schedule))
+                          record=record_of(schedule, volumes=True))
 
 
 class _Block:
@@ -149,9 +151,9 @@ class _Block:
                            tuple((k, tuple(v)) for k, v in self.bufs.items() if v))
 
 
-def _sink(v: int, n: int, C: int, ins: list[int], kind: dict, index: dict) -> ThreadBlock:
+def _sink(v: int, copies: list, ins: list[int], kind: dict, index: dict) -> ThreadBlock:
     b = _Block(v, 0, index)
-    b.ops.append(Op("copy", (BuffRef("i", None, v * C, C),), (BuffRef("o", None, v * C, C),)))
+    b.ops += [Op("copy", (BuffRef("i", None, c.off, c.cnt),), (BuffRef("o", None, c.off, c.cnt),)) for c in copies]
     for t in ("memory", "port"):
         peers = [u for u in ins if kind[(u, v)] == t]
         if peers:

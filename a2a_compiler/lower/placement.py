@@ -112,6 +112,19 @@ def check_store_and_forward(fabric) -> None:
                        "crosses the host bandwidth too; use --forwarding host, or --emit mpi for NIC-routed paths")
 
 
+def check_balanced_layout(schedule: LinkSchedule, fmt: str) -> None:
+    """Refuse an all-to-allv schedule whose chunk counts are not the fixed-size-buffer layout of its demand
+    (:meth:`~a2a_compiler.demand.Demand.msccl_counts`: every row and column summing to ``N·C``), the one
+    ``fmt`` (MSCCL, MSCCL++) files are verified and run in; unbalanced matrices are refused there."""
+    if schedule.demand is None:
+        return
+    want = schedule.demand.msccl_counts(schedule.chunks_per_shard)
+    if not np.array_equal(schedule.counts(), want):
+        raise A2AError(f"this all-to-allv schedule's chunk counts do not give every rank the same buffer size; "
+                       f"{fmt} needs a matrix whose rows and columns all sum to the same total: use the MPI "
+                       f"path format (--emit mpi) or oneCCL-style XML (--emit oneccl)")
+
+
 def _split(n: int, max_cnt: int | None):
     """Offsets/lengths cutting ``n`` consecutive chunks into pieces of at most ``max_cnt``."""
     size = max_cnt or max(n, 1)

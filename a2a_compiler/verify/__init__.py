@@ -162,8 +162,8 @@ def verify_bytes(data: bytes, source: str = "<xml>", topology: Topology | None =
 def _demand_layout(fmt: str, program, demand, report: "Report", trace=None):
     """What ``--demand`` means for this file: the MSCCL layout counts (or ``None``).
 
-    * MSCCL XML records no layout: a file whose plain all-to-all ``trace`` is valid is one
-      (reused, as below); any other is read in the all-to-allv layout of the demand given, else
+    * MSCCL XML and MSCCL++ plans record no layout: a file whose plain all-to-all ``trace`` is valid
+      is one (reused, as below); any other is read in the all-to-allv layout of the demand given, else
       of the one its record holds,
       :meth:`~a2a_compiler.demand.Demand.msccl_counts` (an unbalanced matrix is an
       :class:`~a2a_compiler.errors.A2AError`).  The two layouts never hold the same program.
@@ -178,7 +178,7 @@ def _demand_layout(fmt: str, program, demand, report: "Report", trace=None):
         raise A2AError(f"{demand.source}: the demand matrix is {demand.n} x {demand.n}, but the file has "
                        f"{report.ranks} ranks")
     recorded = program.record.demand["sha256"] if program.record is not None and program.record.demand else None
-    if fmt != "msccl" and program.volumes is not None:
+    if fmt in ("oneccl", "mpi") and program.volumes is not None:
         from ..demand import Demand
 
         recorded = Demand.from_volumes(program.volumes, report.source).sha256
@@ -186,8 +186,8 @@ def _demand_layout(fmt: str, program, demand, report: "Report", trace=None):
         report.errors["data movement"].append(
             f"the file was compiled for another demand matrix (volumes sha256 {recorded[:12]}), not "
             f"{demand.source} ({demand.sha256[:12]})")
-    if fmt == "msccl" and trace.errors:
-        return demand.msccl_counts(program.nchunksperloop // max(program.ngpus, 1))
+    if fmt in ("msccl", "mscclpp") and trace.errors:
+        return demand.msccl_counts(report.chunks_per_shard)
     if recorded is None:
         report.reused = True
         report.warnings.append(
@@ -195,6 +195,25 @@ def _demand_layout(fmt: str, program, demand, report: "Report", trace=None):
             + ("unchanged and each pair's chunks scaled to its volume" if fmt == "mpi" else
                "unchanged and fixed-size chunks padded to the largest pair's volume"))
     return None
+
+
+#: What ``--target`` does not change for each format that has no executor target (MSCCL's nccl / rccl).
+UNTARGETED = {"mscclpp": "an MSCCL++ plan runs on the MSCCL++ executor, whose rules and size rule are checked",
+              "oneccl": "a oneCCL-style file is checked without executor limits",
+              "mpi": "an MPI path file is checked without executor limits"}
+
+
+def _layout_run(fmt: str, simulate_fn, demand, report: Report):
+    """``run(program)`` for :func:`_executor_trace` of an MSCCL file or MSCCL++ plan (``simulate_fn`` executes
+    one, in the layout ``counts`` given), and the dict where it leaves the ``"layout"`` found: under a demand,
+    the layout depends on whether the plain transpose holds (:func:`_demand_layout`)."""
+    found: dict = {}
+
+    def run(program):
+        trace = simulate_fn(program)
+        found["layout"] = _demand_layout(fmt, program, demand, report, trace)
+        return trace if found["layout"] is None else simulate_fn(program, counts=found["layout"])
+    return run, found
 
 
 def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric | dict | None, lp: bool,
@@ -233,12 +252,13 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
     caps = None if topology is None else topology_check.link_capacities(topology)
     made = dict(record=program.record, spec=None if topology is None else topology.spec, fabric=fabric,
                 overrides=context.overrides, warnings=list(context.warnings))
+    if target is not None and fmt != "msccl":   # a warning, not a refusal: the pre-commit hook passes it to every file
+        made["warnings"].append(f"--target {target.name} names an MSCCL executor and applies to MSCCL XML only; "
+                                f"{UNTARGETED[fmt]}")
     if fmt == "mscclpp":
-        if demand is not None:
-            raise A2AError("--demand: MSCCL++ plans are plain all-to-alls here; an all-to-allv compiles to MSCCL, "
-                           "oneCCL-style or MPI path files")
         report = Report(source, fmt, ranks, program.chunks_per_shard, **made)
-        layout = None
+        if demand is not None and demand.n != report.ranks:
+            _demand_layout(fmt, program, demand, report)          # the one-line refusal
         findings = mscclpp_rules.check_rules(program)
         report.errors["executor rules"] += findings.errors
         report.warnings += findings.warnings
@@ -248,8 +268,10 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
                           f"{'in-place' if program.inplace else 'out-of-place'}, "
                           f"{sum(len(g.threadblocks) for g in program.gpus)} threadblocks, {sum(g_ops)} ops "
                           f"(at most {max(g_ops, default=0)} per threadblock), protocol {program.protocol}")
+        run, found = _layout_run(fmt, simulate.simulate_mscclpp, demand, report)
         trace = _executor_trace(report, findings.sound, 3 * program.nranks ** 2 * max(report.chunks_per_shard, 1)
-                                + sum(max(g.scratch_chunks, 0) for g in program.gpus), simulate.simulate_mscclpp, program)
+                                + sum(max(g.scratch_chunks, 0) for g in program.gpus), run, program)
+        layout = found.get("layout")
         if trace is None:
             return report
     elif fmt == "msccl":
@@ -272,16 +294,10 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
         report.summary = (f"{program.ngpus} gpus, {report.chunks_per_shard} chunk(s) per peer, "
                           f"{program.nchannels} channel(s), {tbs} thread blocks, {steps} steps, "
                           f"{nodes} parser nodes per rank (max; {target.name} target), proto {program.proto}")
-        layout = None
-
-        def run(prog):  # under a demand, the layout depends on whether the plain transpose holds
-            nonlocal layout
-            trace = simulate.simulate_msccl(prog)
-            layout = _demand_layout(fmt, prog, demand, report, trace)
-            return trace if layout is None else simulate.simulate_msccl(prog, layout)
-
+        run, found = _layout_run(fmt, simulate.simulate_msccl, demand, report)
         trace = _executor_trace(report, sound, program.nchunksperloop * 2 * len(program.gpus)
                                 + sum(max(g.s_chunks, 0) for g in program.gpus), run, program)
+        layout = found.get("layout")
         if trace is None:
             return report
     elif fmt == "oneccl":

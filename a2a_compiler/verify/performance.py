@@ -119,8 +119,8 @@ def program_performance(program, fabric: Fabric, capacity=None, trace=None, dema
 
     ``capacity``: ``{(u, v): cap}`` of the topology (default: used pairs at 1);
     ``trace``: the program's symbolic execution if already done (else it is run);
-    ``demand``: the all-to-allv to price.  An MSCCL file in the demand's buffer ``layout``
-    (:meth:`~a2a_compiler.demand.Demand.msccl_counts`; MSCCL XML records none) has chunks of
+    ``demand``: the all-to-allv to price.  An MSCCL file or MSCCL++ plan in the demand's buffer
+    ``layout`` (:meth:`~a2a_compiler.demand.Demand.msccl_counts`; neither records it) has chunks of
     ``u = max D/T``; oneCCL and MPI path files that record volumes use theirs; a plain all-to-all
     file is priced under the demand with its routes and steps unchanged (one schedule reused for
     every batch): a path's chunks weigh their pair's volume (the runtime splits each pair's bytes
@@ -138,19 +138,17 @@ def program_performance(program, fabric: Fabric, capacity=None, trace=None, dema
         if demand is not None and program.volumes is None:
             program = replace(program, volumes=tuple(map(tuple, demand.volumes.tolist())))
         return routed_performance(program, fabric, capacity)
-    if isinstance(program, MscclppProgram):
-        trace = trace or simulate.simulate_mscclpp(program, launches=1)
-        return dataflow_performance(trace.moves, trace.chunks_per_shard, fabric, capacity, program.nranks,
-                                    routes=routes)
-    if isinstance(program, MscclProgram):
+    if isinstance(program, (MscclProgram, MscclppProgram)):
+        plan = isinstance(program, MscclppProgram)
+        n = program.nranks if plan else program.ngpus
         unit = None
         if layout is not None:
             unit = link_chunk_volume(demand.volumes, layout)
         elif demand is not None:
-            unit = float(demand.volumes.max()) / (program.nchunksperloop // program.ngpus)
-        trace = trace or simulate.simulate_msccl(program, layout)
-        return dataflow_performance(trace.moves, trace.chunks_per_shard, fabric, capacity, program.ngpus, unit,
-                                    routes)
+            unit = float(demand.volumes.max()) / (program.chunks_per_shard if plan else program.nchunksperloop // n)
+        trace = trace or (simulate.simulate_mscclpp(program, launches=1, counts=layout) if plan
+                          else simulate.simulate_msccl(program, layout))
+        return dataflow_performance(trace.moves, trace.chunks_per_shard, fabric, capacity, n, unit, routes)
     trace = trace or simulate.simulate_oneccl(program)
     unit = None
     if program.chunk_counts is not None:

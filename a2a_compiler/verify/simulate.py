@@ -477,7 +477,8 @@ class _PlanSlot:
         self.value, self.writer, self.readers, self.move = value, None, [], -1
 
 
-def simulate_mscclpp(p: MscclppProgram, transport: str | None = None, nodes=None, launches: int = 2) -> Trace:
+def simulate_mscclpp(p: MscclppProgram, transport: str | None = None, nodes=None, launches: int = 2,
+                     counts=None) -> Trace:
     """Execute an MSCCL++ plan symbolically, ``launches`` times in a row, as microsoft/mscclpp's executor runs it
     (docs/formats.md, "MSCCL++ execution plans"; docs/msccl.md, "Ordering").
 
@@ -520,7 +521,8 @@ def simulate_mscclpp(p: MscclppProgram, transport: str | None = None, nodes=None
     input buffer of an in-place plan) must be the all-to-all transpose, and no signal may be left
     unconsumed (a later launch's wait would pass early); threadblocks that cannot go on are reported as
     a deadlock.  Only the first launch's moves are kept for the performance model, which runs one
-    launch (``launches=1``: no second launch, no count of leftover signals).
+    launch (``launches=1``: no second launch, no count of leftover signals).  ``counts``: the chunks of
+    every pair of an all-to-allv layout, as :func:`simulate_msccl` takes them, else the all-to-all's.
     """
     from ..formats.mscclpp import resolve
 
@@ -530,7 +532,8 @@ def simulate_mscclpp(p: MscclppProgram, transport: str | None = None, nodes=None
     c = p.chunks_per_shard
     trace = Trace(chunks_per_shard=c)
     res = resolve(p)
-    inputs = _inputs(layout_counts(n, c))
+    T = layout_counts(n, c, counts)
+    inputs = _inputs(T)
     bufs = [{"i": [_PlanSlot(v) for v in inputs[g.id]], "o": [_PlanSlot() for _ in range(n * c)],
              "s": [_PlanSlot() for _ in range(g.scratch_chunks)]} for g in p.gpus]
     tbs = {(g.id, tb.id): tb for g in p.gpus for tb in sorted(g.threadblocks, key=lambda t: t.id)}
@@ -838,8 +841,8 @@ def simulate_mscclpp(p: MscclppProgram, transport: str | None = None, nodes=None
             peer = pair[1] + pair[2] - src
             trace.error(f"gpu {src}: signals its {pair[0]} connection {pair[3]} to gpu {peer} more often than gpu "
                         f"{peer} waits on it ({k} left after two launches): a later launch's wait would pass early")
-    _check_outputs(trace, [outputs.get(g.id, [sl.value for sl in bufs[g.id][out_buf]]) for g in p.gpus],
-                   np.full((n, n), c), buf=out_buf)
+    _check_outputs(trace, [outputs.get(g.id, [sl.value for sl in bufs[g.id][out_buf]]) for g in p.gpus], T,
+                   buf=out_buf)
     return trace.finish()
 
 

@@ -172,9 +172,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "demand'; rows and columns are the topology's hosts): host s sends host d D[s,d]*m bytes "
                         "(rounded), so -b/-e are the mean block size; "
                         "measured against native MPI_Alltoallv on the same buffers.  The schedule splits every "
-                        "pair's bytes by its routes (MPI paths) or into its fixed-size chunks (oneCCL, MSCCL: an "
-                        "MSCCL all-to-allv file takes its buffer layout from D).  Default: the demand the file "
-                        "records (an all-to-allv file of 'a2a compile' or 'a2a routes'); none: the plain all-to-all")
+                        "pair's bytes by its routes (MPI paths) or into its fixed-size chunks (oneCCL, MSCCL, MSCCL++: "
+                        "an MSCCL or MSCCL++ all-to-allv file takes its buffer layout from D).  Default: the demand "
+                        "the file records (an all-to-allv file of 'a2a compile' or 'a2a routes'); none: the plain "
+                        "all-to-all")
     p.add_argument("--json", action="store_true", help="print one JSON object (rank 0) instead of the table")
 
 

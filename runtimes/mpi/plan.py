@@ -228,19 +228,21 @@ def chunk_runs(chunks: tuple[int, ...]) -> list[tuple[int, int]]:
 def plan_msccl(prog, size: int) -> list[RankPlan]:
     """Every rank's plan for an MSCCL ``<algo>`` (thread-block semantics of the MSCCL executor).
 
-    The program must obey every executor rule
-    (:func:`a2a_compiler.formats.msccl_rules.check_rules`; the first broken one
+    The program must obey every rule of the executor its record names (``Record.target``, else
+    nccl: :func:`a2a_compiler.verify._msccl_target`, as ``a2a verify`` picks it;
+    :func:`a2a_compiler.formats.msccl_rules.check_rules`; the first broken one
     raises :class:`FormatError`).  Each ``tb`` runs its steps in order; a step
     with ``depid >= 0`` waits until thread block ``depid`` has completed step
     ``deps``.  Connection ``(peer, chan, direction)`` is a FIFO: the MPI tag is
     the channel.
     """
     from a2a_compiler.formats.msccl_rules import check_rules
+    from a2a_compiler.verify import _msccl_target
 
     _check_nranks(prog.ngpus, size)
     if prog.nchannels >= TAG_LIMIT:
         raise FormatError(f"MSCCL nchannels={prog.nchannels} exceeds {TAG_LIMIT - 1}")
-    findings = check_rules(prog)
+    findings = check_rules(prog, _msccl_target(None, prog.record, []))
     if findings.errors:
         more = f" (and {len(findings.errors) - 1} more; run 'a2a verify')" if len(findings.errors) > 1 else ""
         raise FormatError(f"MSCCL algo {prog.name!r}: {findings.errors[0]}{more}")
