@@ -11,7 +11,8 @@ from ..deadlock.orders import FAMILIES
 from ..errors import A2AError
 from ..files import atomic_write
 from ..progress import Progress
-from ..routes import ENGINES, TABLE_ENGINES
+from ..routes import ENGINES, LAYERED_ENGINES, TABLE_ENGINES
+from ..routes.opensm import DEFAULT_VLS, check_vls
 from ..routes.patterns import PATTERNS, pattern_congestion
 from .common import PROGRESS_DELAY, add_demand_arg, add_fabric_args, add_injection_args, add_topology_args, \
     applies_only, demand_from_args, fabric_from_args, fraction, nonnegative_int, positive_int, print_json, topology_from_args
@@ -72,7 +73,11 @@ deadlock_free over (cable, virtual lane); per-pair routes are built only for -o 
 its LP fits (--mcf auto: up to 400,000 hosts x links columns), else null with a note.
 --lft FILE writes OpenSM's LFT dump (opensm -R file -U FILE, with -l LMC for layers) and,
 where the routes need virtual lanes, FILE.sl with an SL per (source, destination, LID
-offset): OpenSM's file engine installs no SLs (docs/infiniband.md, docs/formats.md).
+offset): OpenSM's file engine installs no SLs (docs/infiniband.md, docs/formats.md).  SL i
+goes on data VL i: the fabric has --vls N of them (default 8, VL0-7; at most 15; an SL is 4
+bits), and routes needing more lanes are refused.  fatpaths and sf-layers fit theirs: where
+DFSSSP needs more, layer 0's minimal routes are laned first and the other layers' routes that
+land past N are dropped (their pairs keep their other layers; info: vls_needed, routes_dropped).
 
 chunks: each shard is split into C equal chunks.  C is the least common multiple of the
 weights' denominators (for equal splits, of the path counts) when that is <= --max-chunks,
@@ -132,7 +137,7 @@ ENGINE_OPTIONS = {
 }
 #: Output options of some engines: the table engines' LFT dump and MCF reference; the chunk search's target
 #: of the engines with an LP relaxation.
-OUTPUT_OPTIONS = {"lft": ("algo", TABLE_ENGINES), "mcf": ("algo", TABLE_ENGINES),
+OUTPUT_OPTIONS = {"lft": ("algo", TABLE_ENGINES), "mcf": ("algo", TABLE_ENGINES), "vls": ("algo", TABLE_ENGINES),
                   "min_fidelity": ("algo", ("fptas", "mcf-extp", "mcf-df", "pmcf-disjoint", "pmcf-shortest"))}
 #: Command-line options whose engine keyword has another name (``--seed`` is puncturing's).
 ENGINE_KEYWORD = {"route_seed": "seed", "lft_in": "path"}
@@ -196,6 +201,9 @@ def register(sub) -> None:
     o.add_argument("-o", "--output", metavar="FILE.xml", help="write the MPI path schedule (docs/formats.md)")
     o.add_argument("--lft", metavar="FILE", help="table engines: write OpenSM's LFT dump for 'opensm -R file -U FILE' "
                                                  "(and FILE.sl where the routes need virtual lanes)")
+    o.add_argument("--vls", type=positive_int, default=DEFAULT_VLS, metavar="N",
+                   help="the fabric's InfiniBand data virtual lanes (default 8, VL0-7; at most 15): fatpaths and "
+                        "sf-layers fit their DFSSSP lanes into them, --lft refuses SLs past them")
     o.add_argument("--json", action="store_true", help="print one JSON object (see 'reported' below)")
     o.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     applies_only(p, {**ENGINE_OPTIONS, **OUTPUT_OPTIONS})
@@ -251,10 +259,15 @@ def run(args) -> int:
     if demand is not None and (args.lft or args.mcf != "auto"):
         raise A2AError("--lft and --mcf measure a table engine's all-to-all; with --demand the routes are priced "
                        "under the demand per route (run --lft without --demand: the tables do not depend on it)")
+    check_vls(args.vls)
+    if args.vls != DEFAULT_VLS and args.algo not in LAYERED_ENGINES and not args.lft:
+        raise A2AError(f"--vls applies to --algo {' / '.join(LAYERED_ENGINES)}, or with --lft (its SL file)")
     reporter = None if args.quiet else Progress(delay=PROGRESS_DELAY)
     try:
         if args.algo in TABLE_ENGINES and demand is None and not (args.max_flows or args.flow_per_chunk):
             return _run_tables(args, topology, fabric, options, reporter)   # time steps: the route path below
+        if args.algo in LAYERED_ENGINES:
+            options["vls"] = args.vls
         result = route_schedule(topology, args.algo, fabric, deadlock=args.deadlock, max_layers=args.max_layers,
                                 max_chunks=args.max_chunks, min_fidelity=args.min_fidelity, max_flows=args.max_flows,
                                 flow_per_chunk=bool(args.flow_per_chunk), progress=reporter, demand=demand,
@@ -283,8 +296,8 @@ def _run_tables(args, topology, fabric, options, reporter) -> int:
     from ..routes.report import table_report
 
     rep = table_report(topology, args.algo, fabric, deadlock=args.deadlock, max_layers=args.max_layers, mcf=args.mcf,
-                       output=bool(args.output), max_chunks=args.max_chunks, lft=args.lft, progress=reporter,
-                       **options)
+                       output=bool(args.output), max_chunks=args.max_chunks, lft=args.lft, vls=args.vls,
+                       progress=reporter, **options)
     if args.output:
         atomic_write(args.output, rep.schedule.xml)
     if args.lft:

@@ -17,10 +17,12 @@ import dataclasses
 import numpy as np
 
 from ..deadlock import assign_layers
+from ..errors import A2AError
 from ..fabric import Fabric
 from .diversity import route_diversity
 from .lft import all_pairs
 from .tables import ForwardingTables, from_next_nodes
+from .opensm import DEFAULT_VLS, check_vls
 from .routers import RouterView, host_tables
 
 
@@ -34,25 +36,52 @@ def router_segments(view: RouterView, nodes: np.ndarray) -> np.ndarray:
     return out[:, : int(keep.sum(1).max(initial=1))]
 
 
-def virtual_lanes(view: RouterView, nodes: np.ndarray, scheme: str = "dfsssp") -> tuple[np.ndarray, int]:
-    """A virtual lane per path by ``scheme``, computed on the distinct router segments (a leaf host never
-    forwards, so its links close no dependency cycle), and the number of lanes."""
-    segments, of_path = np.unique(router_segments(view, nodes), axis=0, return_inverse=True)
+def fit_lanes(algo: str, view: RouterView, nodes: np.ndarray, layer: np.ndarray, vls: int) \
+        -> tuple[np.ndarray, dict, np.ndarray]:
+    """A virtual lane per route (``-1``: dropped) within the fabric's ``vls`` data VLs, what the fit did, and
+    the router segments of the routes kept.
+
+    DFSSSP (:mod:`a2a_compiler.deadlock`) lanes the distinct router segments of
+    the routes (a leaf host never forwards, so its links close no cycle).  Where
+    it needs more than ``vls`` lanes, layer 0's routes (minimal, every pair) are
+    laned alone, the other layers' routes by DFSSSP on the lanes above them, and
+    the routes that land past ``vls`` are dropped: their pairs keep their other
+    layers.  Refused in one line when layer 0's routes alone need more.
+    """
+    segments, of_route = np.unique(router_segments(view, nodes), axis=0, return_inverse=True)
+    of_route = of_route.reshape(-1)
     chains = [tuple(row[row >= 0].tolist()) for row in segments]
-    lanes = assign_layers(chains, scheme)
-    return lanes[of_path.reshape(-1)], int(lanes.max(initial=0)) + 1
+    lane_of = assign_layers(chains, "dfsssp")
+    needed = int(lane_of.max(initial=0)) + 1
+    if needed > vls:
+        base = np.zeros(len(segments), dtype=bool)
+        base[of_route[layer == 0]] = True
+        first, rest = np.flatnonzero(base), np.flatnonzero(~base)
+        lane_of[first] = assign_layers([chains[i] for i in first], "dfsssp")
+        low = int(lane_of[first].max(initial=0)) + 1
+        if low > vls:
+            raise A2AError(f"{algo}: layer 0's minimal routes alone need {low} virtual lanes (DFSSSP), more than "
+                           f"the fabric's {vls} data VLs (--vls)")
+        lane_of[rest] = low + assign_layers([chains[i] for i in rest], "dfsssp")
+        lane_of[lane_of >= vls] = -1
+    lane = lane_of[of_route]
+    return lane, {"vls": int(lane.max(initial=0)) + 1, "vls_needed": needed, "vls_limit": vls,
+                  "routes_dropped": int((lane < 0).sum())}, segments[lane_of >= 0]
 
 
 def layered_routes(algo: str, view: RouterView, tables: list[np.ndarray], fabric: Fabric, *, timings: dict,
-                   info: dict, progress=None) -> ForwardingTables:
+                   info: dict, vls: int = DEFAULT_VLS, progress=None) -> ForwardingTables:
     """Forwarding tables of every layer of router tables ``tables``, the pairs each layer routes, and the
-    virtual lanes (module docstring).
+    virtual lanes within ``vls`` data VLs (module docstring, :func:`fit_lanes`).
 
-    ``info`` gains ``layers``, ``vls`` (virtual lanes DFSSSP needs),
+    ``info`` gains ``layers``, ``vls`` (virtual lanes used), ``vls_needed``
+    (DFSSSP's lanes before fitting), ``vls_limit``, ``routes_dropped``,
     ``paths_per_pair`` (distinct routes per host pair, mean) and the disjoint
-    path counts of :func:`~.diversity.route_diversity`.
+    path counts of :func:`~.diversity.route_diversity`.  No per-route object is
+    built.
     """
     t = view.topology
+    check_vls(vls)
     n_layers = len(tables)
     host = np.stack([host_tables(view, tab) for tab in tables])
     src, dst = all_pairs(t.n_hosts)
@@ -64,12 +93,16 @@ def layered_routes(algo: str, view: RouterView, tables: list[np.ndarray], fabric
     layer, s, d = np.nonzero(share)
     nodes, _ = ft.trace(s, d, layer)
     if progress:
-        progress(f"{algo}: {len(s)} routes in {n_layers} layers; virtual lanes by DFSSSP")
-    lane, n_lanes = virtual_lanes(view, nodes)
+        progress(f"{algo}: {len(s):,} routes in {n_layers} layers; virtual lanes by DFSSSP within {vls} VLs")
+    lane, fit, segments = fit_lanes(algo, view, nodes, layer, vls)
+    kept = lane >= 0
+    share[layer[~kept], s[~kept], d[~kept]] = False
     lanes = np.zeros(share.shape, dtype=np.int64)
-    lanes[layer, s, d] = lane
-    ft = dataclasses.replace(ft, lanes=lanes)
-    routes = ft.routes()
-    diversity = route_diversity(routes, view)
-    ft.info.update(layers=n_layers, vls=n_lanes, paths_per_pair=len(routes.paths) / len(src), **diversity.summary())
+    lanes[layer[kept], s[kept], d[kept]] = lane[kept]
+    # distinct routes per pair: a host pair's route is its router segment between the two hosts
+    _, seg = np.unique(router_segments(view, nodes[kept]), axis=0, return_inverse=True)
+    distinct = len(np.unique((s[kept] * t.n_hosts + d[kept]) * (int(seg.max(initial=0)) + 1) + seg.reshape(-1)))
+    ft = dataclasses.replace(ft, share=share, lanes=lanes)
+    ft.info.update(layers=n_layers, **fit, paths_per_pair=distinct / len(src),
+                   **route_diversity(segments, view).summary())
     return ft

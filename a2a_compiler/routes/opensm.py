@@ -58,6 +58,12 @@ from .tables import ForwardingTables
 
 #: Highest unicast LID (0xBFFF).
 MAX_LID = 0xBFFF
+#: Service levels: the SL field of an InfiniBand packet (LRH) and path record is 4 bits.
+SLS = 16
+#: Data virtual lanes assumed of a fabric: VL0-7, what most HCAs and switches have (``--vls`` changes it).
+DEFAULT_VLS = 8
+#: Most data VLs a port has (VL0-14; VL15 carries subnet management only).
+MAX_VLS = 15
 #: Largest dump read (bytes).
 MAX_DUMP_BYTES = 1 << 30
 
@@ -174,6 +180,21 @@ def write_dump(tables: ForwardingTables) -> tuple[str, int]:
                 out.append(f"0x{lid:04x} {pp:03d} # {label[d]}")
         out.append(f"{max_lid} lids dumped")
     return "\n".join(out) + "\n", lmc
+
+
+def check_vls(vls: int) -> None:
+    """Refuse a number of data VLs outside 1..:data:`MAX_VLS`."""
+    if not 1 <= vls <= MAX_VLS:
+        raise A2AError(f"--vls must be in 1..{MAX_VLS} (InfiniBand's data virtual lanes), got {vls}")
+
+
+def check_sls(algo: str, lanes: int, vls: int) -> None:
+    """Refuse, in one line, routes on more virtual lanes than the fabric has: an SL is 4 bits (SL 0..15) and
+    SL ``i`` is mapped to data VL ``i`` (``vls`` of them, :data:`DEFAULT_VLS` unless the fabric has more)."""
+    check_vls(vls)
+    if lanes > vls:
+        raise A2AError(f"{algo}: the routes need {lanes} virtual lanes (SLs 0..{lanes - 1}), more than the fabric's "
+                       f"{vls} data VLs (--vls; an SL is 4 bits, 0..{SLS - 1}; a port has at most {MAX_VLS} data VLs)")
 
 
 def opensm_options(path: str, lmc: int) -> str:

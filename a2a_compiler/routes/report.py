@@ -23,8 +23,8 @@ from ..deadlock import assign_layers
 from ..errors import A2AError
 from ..fabric import Fabric
 from ..topology.model import Topology
-from . import route_tables
-from .opensm import opensm_options, sl_file, write_dump
+from . import LAYERED_ENGINES, route_tables
+from .opensm import DEFAULT_VLS, check_sls, opensm_options, sl_file, write_dump
 from .schedule import RoutedSchedule, route_schedule
 from .tables import ForwardingTables, Measurement
 
@@ -124,16 +124,20 @@ def relane(tables: ForwardingTables, scheme: str, max_layers: int | None = None)
 
 def table_report(topology: Topology, algo: str, fabric: Fabric | None = None, *, deadlock: str | None = None,
                  max_layers: int | None = None, mcf: str = "auto", output: bool = False, max_chunks: int = 64,
-                 lft: str | None = None, progress=None, **options) -> TableReport:
+                 lft: str | None = None, vls: int = DEFAULT_VLS, progress=None, **options) -> TableReport:
     """Route ``topology`` with table engine ``algo`` and report on the tables (module docstring).
 
     ``output`` also builds the MPI path schedule (``report.schedule.xml``);
     ``lft`` (the dump's path, used in the printed options) also renders the
-    dump and SL file (``report.lft["text"]``, ``["sl_text"]``).
+    dump and SL file (``report.lft["text"]``, ``["sl_text"]``), refused in one
+    line where the SLs would not fit the fabric's ``vls`` data virtual lanes;
+    the layered engines fit their lanes into ``vls`` (:func:`~.layered.fit_lanes`).
     """
     fabric = fabric or Fabric()
     timings: dict = {}
     t0 = time.perf_counter()
+    if algo in LAYERED_ENGINES:
+        options["vls"] = vls
     tables = route_tables(topology, algo, fabric, progress=progress, **options)
     timings["route"] = time.perf_counter() - t0
     if progress:
@@ -152,6 +156,10 @@ def table_report(topology: Topology, algo: str, fabric: Fabric | None = None, *,
         raise A2AError(f"{algo}: the routes use {lanes} virtual lanes, more than --max-layers {max_layers}; "
                        "choose a --deadlock scheme")
     notes = []
+    if tables.info.get("routes_dropped"):
+        notes.append(f"DFSSSP needed {tables.info['vls_needed']} virtual lanes; the {tables.info['routes_dropped']:,} "
+                     f"routes of layers 1.. on lanes past the fabric's {vls} data VLs (--vls) were dropped (their "
+                     "pairs use their other layers)")
     t1 = time.perf_counter()
     mcf_time, note = mcf_reference(topology, fabric, mcf)
     if note:
@@ -169,14 +177,15 @@ def table_report(topology: Topology, algo: str, fabric: Fabric | None = None, *,
     lft_info = None
     if lft is not None:
         t1 = time.perf_counter()
-        lft_info = _lft(tables, lft, cycle, notes)
+        lft_info = _lft(tables, lft, cycle, notes, vls)
         timings["lft"] = time.perf_counter() - t1
     return TableReport(tables, measurement, cycle, lanes, deadlock, mcf_time, tuple(notes), schedule, lft_info,
                        timings)
 
 
-def _lft(tables: ForwardingTables, path: str, cycle: str | None, notes: list) -> dict:
-    """The dump, the SL file where the routes need lanes, and the opensm options (``a2a routes --lft``)."""
+def _lft(tables: ForwardingTables, path: str, cycle: str | None, notes: list, vls: int) -> dict:
+    """The dump, the SL file where the routes need lanes, and the opensm options (``a2a routes --lft``); SLs
+    past the fabric's ``vls`` data VLs (SL ``i`` on VL ``i``) are refused (:func:`~.opensm.check_sls`)."""
     text, lmc = write_dump(tables)
     sl_path, sl_text, scheme = None, None, None
     lanes = tables.lanes
@@ -190,6 +199,7 @@ def _lft(tables: ForwardingTables, path: str, cycle: str | None, notes: list) ->
         notes.append("the routes are not deadlock-free on one virtual lane and no SLs were assigned "
                      "(--deadlock dfsssp writes an SL file)")
     if scheme is not None:
+        check_sls(tables.algo, int(lanes.max()) + 1, vls)
         sl_path = f"{path}.sl"
         sl_text = sl_file(tables, lanes, scheme)
         notes.append(f"OpenSM's file engine installs no SLs: the {int(lanes.max()) + 1} lanes' SLs per (source, "
