@@ -100,4 +100,5 @@ def route(topology: Topology, algo: str, fabric: Fabric | None = None, *, demand
     return dataclasses.replace(routes, demand=demand, lp_time=None, bound=None, optimal=None, mip_gap=None)
 
 
-__all__ = ["ENGINES", "TABLE_ENGINES", "LAYERED_ENGINES", "DEMAND_ENGINES", "route", "route_tables", "RouteSet", "RoutedPath"]
+__all__ = ["ENGINES", "TABLE_ENGINES", "LAYERED_ENGINES", "DEMAND_ENGINES", "route", "route_tables", "RouteSet",
+           "RoutedPath"]
