@@ -228,6 +228,8 @@ def sl_file(tables: ForwardingTables, lanes: np.ndarray, scheme: str) -> str:
 _HEAD = re.compile(r"^Unicast lids .* guid 0x([0-9a-fA-F]+)")
 _ROW = re.compile(r"^0x([0-9a-fA-F]+)\s+(\d+)\b(.*)$")
 _PORTGUID = re.compile(r"portguid 0x([0-9a-fA-F]+)")
+#: A dump_fts / dump_lfts switch header: the top LID of the table it lists.
+_FTS_HEAD = re.compile(r"Unicast lids \[0x[0-9a-fA-F]+-0x([0-9a-fA-F]+)\] of switch DR path")
 
 
 def parse_dump(text: str, topology: Topology, source: str = "<dump>") -> np.ndarray:
@@ -313,8 +315,35 @@ def read_dump(text: str, topology: Topology, fabric: Fabric | None = None, sourc
     host_cable = np.flatnonzero(csrc < nh)
     table[:, csrc[host_cable]] = host_cable[None, :, None]
     table[:, np.arange(nh), np.arange(nh)] = -1
-    ft = ForwardingTables(algo, t, fabric or Fabric(), table, info={"lmc": lmc_of(layers), "source": source})
-    return ft.validate()
+    info = {"lmc": lmc_of(layers), "source": source}
+    top = missing_top(text)
+    if top is not None:
+        info["notes"] = [f"{source}: no switch lists LID 0x{top:04x}, the top of every table, a switch's own LID "
+                         f"(infiniband-diags 44's dump_lfts/dump_fts leave that row out); the host routes are complete"]
+    try:
+        return ForwardingTables(algo, t, fabric or Fabric(), table, info=info).validate()
+    except A2AError as exc:
+        if top is None:
+            raise
+        raise FormatError(f"{source}: no switch lists LID 0x{top:04x}, the top of every table ({exc}): "
+                          "infiniband-diags 44's dump_lfts/dump_fts skip the last 64-LID block when it holds only "
+                          "that LID; read the tables with 'python -m runtimes.infiniband.installed' (dump_fts plus "
+                          "smpdump for that block)") from None
+
+
+def missing_top(text: str) -> int | None:
+    """The top LID that every switch of a ``dump_fts``/``dump_lfts`` output (headers ``Unicast lids
+    [0x0-0xTOP] of switch DR path ...``) lacks a row for, or ``None``: infiniband-diags 44 reads the tables in
+    64-entry blocks and skips the last one when it holds only the top LID (docs/infiniband.md, step 5)."""
+    tops = set()
+    for section in re.split(r"(?m)^(?=Unicast lids)", text):
+        m = _FTS_HEAD.match(section)
+        if m:
+            top = int(m.group(1), 16)
+            if re.search(rf"(?m)^0x{top:04x} ", section):
+                return None
+            tops.add(top)
+    return tops.pop() if len(tops) == 1 else None
 
 
 def lft_file(topology: Topology, fabric: Fabric | None = None, *, path=None, progress=None) -> ForwardingTables:

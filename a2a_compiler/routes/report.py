@@ -155,7 +155,7 @@ def table_report(topology: Topology, algo: str, fabric: Fabric | None = None, *,
     if max_layers is not None and lanes > max_layers:
         raise A2AError(f"{algo}: the routes use {lanes} virtual lanes, more than --max-layers {max_layers}; "
                        "choose a --deadlock scheme")
-    notes = []
+    notes = list(tables.info.get("notes", ()))
     if tables.info.get("routes_dropped"):
         notes.append(f"DFSSSP needed {tables.info['vls_needed']} virtual lanes; the {tables.info['routes_dropped']:,} "
                      f"routes of layers 1.. on lanes past the fabric's {vls} data VLs (--vls) were dropped (their "
