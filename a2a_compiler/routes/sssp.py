@@ -54,7 +54,7 @@ def sssp_tables(topology: Topology, progress=None) -> tuple[np.ndarray, np.ndarr
     src, dst = topology.src[live], topology.dst[live]
     key = src * n + dst
     weight = np.full(len(live), float(nh) ** 2)
-    nxt = np.full((n, nh), -1, dtype=np.int64)
+    nxt = np.full((n, nh), -1, dtype=np.int32)
     source = (np.arange(n) < nh).astype(float)
     for d in range(nh):
         _, pred = shortest_path_tree(n, src, dst, weight, d, toward_root=True)
