@@ -99,14 +99,17 @@ def dfsssp(topology: Topology, fabric: Fabric | None = None, *, opensm: bool = F
     """DFSSSP (Domke, Hoefler & Nagel 2011): the SSSP tables, each host pair's route given the virtual lane
     (an InfiniBand SL) that :func:`a2a_compiler.deadlock.dfsssp` assigns, so no lane's channel dependencies
     form a cycle.  ``info["vls"]`` is the number of lanes."""
-    from ..deadlock import assign_layers
+    from .layered import segment_lanes
     from .lft import all_pairs
+    from .routers import router_view
 
     tables = sssp(topology, fabric, opensm=opensm, progress=progress)
     t0 = time.perf_counter()
     src, dst = all_pairs(topology.n_hosts)
-    nodes, _ = tables.trace(src, dst)
-    lane = assign_layers([tuple(row[row >= 0].tolist()) for row in nodes], "dfsssp")
+    if progress:
+        progress(f"dfsssp: virtual lanes by DFSSSP on the switch segments of {len(src):,} routes")
+    lane_of, _, of_route = segment_lanes(tables, router_view(topology), src, dst)
+    lane = lane_of[of_route]
     lanes = np.zeros((1, topology.n_hosts, topology.n_hosts), dtype=np.int64)
     lanes[0, src, dst] = lane
     timings = {"route": tables.timings["route"] + time.perf_counter() - t0}
