@@ -24,7 +24,9 @@ from ..errors import A2AError
 from ..fabric import Fabric
 from ..topology.model import Topology
 from . import LAYERED_ENGINES, route_tables
+from .layered import segment_lanes
 from .opensm import DEFAULT_VLS, check_sls, opensm_options, sl_file, write_dump
+from .routers import router_view
 from .schedule import RoutedSchedule, route_schedule
 from .tables import ForwardingTables, Measurement
 
@@ -122,6 +124,19 @@ def relane(tables: ForwardingTables, scheme: str, max_layers: int | None = None)
     return dataclasses.replace(tables, lanes=lanes, hop_vc=None)
 
 
+def segment_dfsssp(tables: ForwardingTables) -> np.ndarray:
+    """``(layers, N, N)`` virtual lanes of every routed pair by DFSSSP on the tables' router segments
+    (:func:`~.layered.segment_lanes`: no per-pair route is built)."""
+    t = tables.topology
+    pairs = tables.share if tables.share is not None else \
+        np.broadcast_to(~np.eye(t.n_hosts, dtype=bool), (tables.layers, t.n_hosts, t.n_hosts))
+    layer, s, d = np.nonzero(pairs)
+    lane_of, _, of_route = segment_lanes(tables, router_view(t), s, d, layer)
+    lanes = np.zeros((tables.layers, t.n_hosts, t.n_hosts), dtype=np.int64)
+    lanes[layer, s, d] = lane_of[of_route]
+    return lanes
+
+
 def table_report(topology: Topology, algo: str, fabric: Fabric | None = None, *, deadlock: str | None = None,
                  max_layers: int | None = None, mcf: str = "auto", output: bool = False, max_chunks: int = 64,
                  lft: str | None = None, vls: int = DEFAULT_VLS, progress=None, **options) -> TableReport:
@@ -193,7 +208,7 @@ def _lft(tables: ForwardingTables, path: str, cycle: str | None, notes: list, vl
         scheme = tables.algo if tables.info.get("vls") else "the --deadlock scheme"
     elif tables.hop_vc is not None:
         # a VC per router hop needs per-port SL-to-VL tables no SM file carries: give per-pair SLs instead
-        lanes = relane(tables, "dfsssp").lanes
+        lanes = segment_dfsssp(tables)
         scheme = "dfsssp (per pair; the engine's VC-per-hop scheme needs per-port SL2VL tables)"
     elif cycle is not None:
         notes.append("the routes are not deadlock-free on one virtual lane and no SLs were assigned "
