@@ -137,7 +137,7 @@ ENGINE_OPTIONS = {
 }
 #: Output options of some engines: the table engines' LFT dump and MCF reference; the chunk search's target
 #: of the engines with an LP relaxation.
-OUTPUT_OPTIONS = {"lft": ("algo", TABLE_ENGINES), "mcf": ("algo", TABLE_ENGINES), "vls": ("algo", TABLE_ENGINES),
+OUTPUT_OPTIONS = {"lft": ("algo", TABLE_ENGINES), "vls": ("algo", TABLE_ENGINES),
                   "min_fidelity": ("algo", ("fptas", "mcf-extp", "mcf-df", "pmcf-disjoint", "pmcf-shortest"))}
 #: Command-line options whose engine keyword has another name (``--seed`` is puncturing's).
 ENGINE_KEYWORD = {"route_seed": "seed", "lft_in": "path"}
@@ -188,8 +188,8 @@ def register(sub) -> None:
                         "its 4-ary heap's tie order) instead of ours")
     g.add_argument("--lft-in", metavar="DUMP", help="file: the LFT dump to load (opensm-lfts.dump, dump_lfts output)")
     g.add_argument("--mcf", choices=("auto", "on", "off"), default="auto",
-                   help="table engines: solve the link-MCF reference always, never, or when its LP has at most "
-                        "400,000 columns (default auto)")
+                   help="solve the link-MCF reference (mcf_time, mcf_ratio) always, never, or when its LP has at "
+                        "most 400,000 columns (default auto)")
     add_injection_args(p)
     o = p.add_argument_group("output")
     o.add_argument("--max-chunks", type=positive_int, default=64, metavar="C",
@@ -220,8 +220,9 @@ def _human(s: dict) -> str:
     lines = [
         f"routes     {s['spec']} {s['algo']}: {s['routes']} routes, up to {s['max_paths_per_pair']} per pair; "
         f"{s['chunks_per_shard']} chunk(s) per shard ({exact})",
-        f"time       {s['predicted_time']:.6g} link-times (max link load of the file); link MCF {s['mcf_time']:.6g}; "
-        f"MCF ratio {s['mcf_ratio']:.4f}",
+        f"time       {s['predicted_time']:.6g} link-times (max link load of the file); " +
+        ("link MCF not solved" if s["mcf_time"] is None else
+         f"link MCF {s['mcf_time']:.6g}; MCF ratio {s['mcf_ratio']:.4f}"),
     ]
     extra = []
     if s["lp_time"] is not None:
@@ -250,6 +251,7 @@ def _human(s: dict) -> str:
 def run(args) -> int:
     """Route, chunk, layer and price (:func:`a2a_compiler.routes.schedule.route_schedule`), or, for a table
     engine, measure the tables (:func:`a2a_compiler.routes.report.table_report`); write and report."""
+    from ..routes.report import mcf_skipped
     from ..routes.schedule import route_schedule
 
     topology = topology_from_args(args)
@@ -268,10 +270,11 @@ def run(args) -> int:
             return _run_tables(args, topology, fabric, options, reporter)   # time steps: the route path below
         if args.algo in LAYERED_ENGINES:
             options["vls"] = args.vls
+        skipped = mcf_skipped(topology, args.mcf)
         result = route_schedule(topology, args.algo, fabric, deadlock=args.deadlock, max_layers=args.max_layers,
                                 max_chunks=args.max_chunks, min_fidelity=args.min_fidelity, max_flows=args.max_flows,
                                 flow_per_chunk=bool(args.flow_per_chunk), progress=reporter, demand=demand,
-                                **options)
+                                mcf=skipped is None, **options)
     finally:
         if reporter:
             reporter.close()
@@ -281,6 +284,8 @@ def run(args) -> int:
     if args.pattern:
         c = pattern_congestion(result.routes, args.pattern)
         s.update(pattern=args.pattern, congestion_worst=c.worst, congestion_avg=c.average, stages=len(c.per_stage))
+    if skipped and not args.quiet:
+        print(f"a2a routes: note: {skipped}", file=sys.stderr)
     if not result.chunks_exact and not args.quiet:
         print(f"a2a routes: note: the route weights need more than --max-chunks {args.max_chunks} chunks per "
               f"shard to be exact; rounded to multiples of 1/{s['chunks_per_shard']} (all-to-all time "

@@ -35,20 +35,34 @@ from .tables import ForwardingTables, Measurement
 MCF_AUTO_COLUMNS = 400_000
 
 
-def mcf_reference(topology: Topology, fabric: Fabric, mode: str = "auto") -> tuple[float | None, str | None]:
-    """``(mcf_time, note)``: the optimal link-MCF time, or ``None`` and the one line saying why it was skipped."""
+def mcf_skipped(topology: Topology, mode: str = "auto") -> str | None:
+    """Why the link-MCF reference is not solved in ``mode`` (one line), or ``None``: ``off``, or ``auto`` with an
+    LP over :data:`MCF_AUTO_COLUMNS` columns."""
     if mode not in ("auto", "on", "off"):
         raise A2AError(f"--mcf must be auto, on or off, not {mode!r}")
     columns = topology.n_hosts * topology.n_links
     if mode == "off":
-        return None, "link-MCF reference not solved (--mcf off): mcf_time and mcf_ratio are null"
+        return "link-MCF reference not solved (--mcf off): mcf_time and mcf_ratio are null"
     if mode == "auto" and columns > MCF_AUTO_COLUMNS:
-        return None, (f"link-MCF reference skipped: its LP would have {columns:,} columns ({topology.n_hosts} hosts "
-                      f"x {topology.n_links} links), over --mcf auto's {MCF_AUTO_COLUMNS:,}; mcf_time and mcf_ratio are "
-                      "null (--mcf on solves it)")
+        return (f"link-MCF reference skipped: its LP would have {columns:,} columns ({topology.n_hosts} hosts "
+                f"x {topology.n_links} links), over --mcf auto's {MCF_AUTO_COLUMNS:,}; mcf_time and mcf_ratio are "
+                "null (--mcf on solves it)")
+    return None
+
+
+def mcf_reference(topology: Topology, fabric: Fabric, mode: str = "auto", progress=None) \
+        -> tuple[float | None, str | None]:
+    """``(mcf_time, note)``: the optimal link-MCF time, or ``None`` and the one line saying why it was skipped;
+    the solve reports its progress (``progress``)."""
+    note = mcf_skipped(topology, mode)
+    if note:
+        return None, note
     from ..solve import solve
 
-    return solve(topology, fabric, "mcf-decomp").lp_time, None
+    if progress:
+        progress(f"link-MCF reference: an LP of {topology.n_hosts * topology.n_links:,} columns ({topology.n_hosts} "
+                 f"hosts x {topology.n_links} links; --mcf off skips it)")
+    return solve(topology, fabric, "mcf-decomp", progress=progress).lp_time, None
 
 
 @dataclass(frozen=True, eq=False)
@@ -176,7 +190,7 @@ def table_report(topology: Topology, algo: str, fabric: Fabric | None = None, *,
                      f"routes of layers 1.. on lanes past the fabric's {vls} data VLs (--vls) were dropped (their "
                      "pairs use their other layers)")
     t1 = time.perf_counter()
-    mcf_time, note = mcf_reference(topology, fabric, mcf)
+    mcf_time, note = mcf_reference(topology, fabric, mcf, progress)
     if note:
         notes.append(note)
     else:

@@ -227,7 +227,9 @@ def route_schedule(topology: Topology, algo: str, fabric: Fabric | None = None, 
         from ..solve import solve
 
         t3 = time.perf_counter()
-        mcf_time = solve(topology, fabric, "mcf-decomp", demand=routes.demand).lp_time
+        if progress:
+            progress(f"link-MCF reference: an LP of {topology.n_hosts * topology.n_links:,} columns")
+        mcf_time = solve(topology, fabric, "mcf-decomp", demand=routes.demand, progress=progress).lp_time
         timings["mcf"] = time.perf_counter() - t3
     schedule = dataclasses.replace(schedule, info={**schedule.info, "mcf_time": mcf_time})
     xml = mpi_paths_to_xml(lower_mpi_paths(schedule, name))
