@@ -48,3 +48,15 @@ def test_every_command_documents_its_exit_status():
     assert "\n  1    some FILE is an invalid schedule" in sub.choices["verify"].epilog
     assert "\n  124  the watchdog (--timeout) aborted" in sub.choices["run"].epilog
     assert "\n  125  a rank on the same machine died" in sub.choices["run"].epilog
+
+
+def test_the_suites_time_and_ci_budget_are_stated_and_enforced():
+    """issue 34 item 12: README says how long the suite takes and the budget .ci/run enforces."""
+    readme = (ROOT / "README.md").read_text()
+    run = (ROOT / ".ci" / "run").read_text()
+    said = re.search(r"It takes a while: ([0-9.]+) minutes on a 2-core machine.*?run passes \*\*([0-9]+) minutes\*\*",
+                     readme, re.S)
+    assert said and float(said.group(1)) < int(said.group(2))
+    assert re.search(rf"^budget_minutes={said.group(2)}$", run, re.M)
+    assert "  python -m pytest -q\n  took=$((SECONDS - start))\n  if (( took > budget_minutes * 60 )); then" in run
+
