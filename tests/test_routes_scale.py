@@ -93,3 +93,18 @@ def test_the_reference_says_what_it_solves():
     lines = []
     assert mcf_reference(from_spec("fattree:4,2"), Fabric(), "on", lines.append)[0] == pytest.approx(15, rel=1e-6)
     assert lines[0] == "link-MCF reference: an LP of 1,024 columns (16 hosts x 64 links; --mcf off skips it)"
+
+
+@pytest.mark.parametrize("spec,algo,err", [
+    ("fattree:22,3", "dfsssp", "fattree:22,3: DFSSSP's per-pair arrays would need 5.1 GiB (113369256 x 6), over the "
+                               "4 GiB limit"),
+    ("slimfly:11", "sf-layers", "slimfly:11: the 16 layers' per-pair arrays would need 5.7 GiB (75898944 x 10), "
+                                "over the 4 GiB limit"),
+    ("slimfly:11", "fatpaths", "slimfly:11: the 16 layers' per-pair arrays would need 5.7 GiB (75898944 x 10), "
+                               "over the 4 GiB limit"),
+])
+def test_per_pair_arrays_past_the_limit_are_refused_up_front(spec, algo, err, capsys):
+    """Estimated before anything is routed (issue 34 item 7: 9.4-9.6 GB with no estimate)."""
+    extra = ["--layers", "16"] if algo != "dfsssp" else []
+    assert main(["routes", spec, "--algo", algo, *extra, "-q"]) == 2
+    assert capsys.readouterr().err.startswith(f"a2a routes: error: {err}")

@@ -69,8 +69,9 @@ forwarding tables (sssp, dfsssp, dor, ftree, minhop, sf-min, fatpaths, sf-layers
 engine's tables (switch x destination -> port, one per LID offset) are measured directly, per
 cable: predicted_time, the shift pattern's congestion_worst/avg (always), layers and
 deadlock_free over (cable, virtual lane); per-pair routes are built only for -o and
---deadlock (at most 1,000,000).  The link-MCF reference (mcf_time, mcf_ratio) is solved when
-its LP fits (--mcf auto: up to 400,000 hosts x links columns), else null with a note.
+--deadlock (at most 1,000,000).  The link-MCF reference (mcf_time, mcf_ratio), for every
+engine, is solved when its LP fits (--mcf auto: up to 400,000 hosts x links columns), else
+null with a note; --mcf on always solves it (with progress lines), --mcf off never.
 --lft FILE writes OpenSM's LFT dump (opensm -R file -U FILE, with -l LMC for layers) and,
 where the routes need virtual lanes, FILE.sl with an SL per (source, destination, LID
 offset): OpenSM's file engine installs no SLs (docs/infiniband.md, docs/formats.md).  SL i

@@ -38,7 +38,7 @@ from scipy.sparse import csgraph
 from ..errors import A2AError
 from ..fabric import Fabric
 from ..topology.model import Topology
-from .layered import layered_routes
+from .layered import layered_routes, require_pair_arrays
 from .opensm import DEFAULT_VLS
 from .tables import ForwardingTables
 from .routers import RouterView, minimal_tables, path_catalog, router_distances, router_view
@@ -136,6 +136,7 @@ def fatpaths(topology: Topology, fabric: Fabric | None = None, *, layers: int = 
         raise A2AError(f"fatpaths: --layers must be in 1..128, got {layers}")
     if not 0 < rho <= 1:
         raise A2AError(f"fatpaths: --rho must be in (0, 1], got {rho}")
+    require_pair_arrays(topology, layers)
     t0 = time.perf_counter()
     view = router_view(topology)
     rng = np.random.default_rng(seed)

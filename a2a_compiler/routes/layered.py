@@ -19,6 +19,8 @@ import numpy as np
 from ..deadlock import assign_layers
 from ..errors import A2AError
 from ..fabric import Fabric
+from ..topology.metrics import require_table
+from ..topology.model import Topology
 from .diversity import route_diversity
 from .lft import all_pairs
 from .tables import ForwardingTables, from_next_nodes
@@ -88,6 +90,12 @@ def fit_lanes(algo: str, tables: ForwardingTables, view: RouterView, src: np.nda
                   "routes_dropped": int((lane < 0).sum())}, segments[lane_of >= 0], of_route
 
 
+def require_pair_arrays(topology: Topology, layers: int) -> None:
+    """Refuse up front, with the estimate, a layered routing whose per-pair arrays would not fit: per routed
+    pair its share and lane, its (layer, src, dst), segment key, sort and inverse, about 80 bytes."""
+    require_table(topology, layers * topology.n_hosts * topology.n_hosts, 10, f"the {layers} layers' per-pair arrays")
+
+
 def layered_routes(algo: str, view: RouterView, tables: list[np.ndarray], fabric: Fabric, *, timings: dict,
                    info: dict, vls: int = DEFAULT_VLS, progress=None) -> ForwardingTables:
     """Forwarding tables of every layer of router tables ``tables``, the pairs each layer routes, and the
@@ -102,6 +110,7 @@ def layered_routes(algo: str, view: RouterView, tables: list[np.ndarray], fabric
     t = view.topology
     check_vls(vls)
     n_layers = len(tables)
+    require_pair_arrays(t, n_layers)
     host = np.stack([host_tables(view, tab) for tab in tables])
     src, dst = all_pairs(t.n_hosts)
     rs, rd = view.router_of[src], view.router_of[dst]
@@ -115,7 +124,7 @@ def layered_routes(algo: str, view: RouterView, tables: list[np.ndarray], fabric
     lane, fit, segments, seg = fit_lanes(algo, ft, view, s, d, layer, vls)
     kept = lane >= 0
     share[layer[~kept], s[~kept], d[~kept]] = False
-    lanes = np.zeros(share.shape, dtype=np.int64)
+    lanes = np.zeros(share.shape, dtype=np.int16)
     lanes[layer[kept], s[kept], d[kept]] = lane[kept]
     # distinct routes per pair: a host pair's route is its router segment between the two hosts
     distinct = len(np.unique((s[kept] * t.n_hosts + d[kept]) * (int(seg.max(initial=0)) + 1) + seg[kept]))

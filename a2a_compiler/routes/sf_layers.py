@@ -34,7 +34,7 @@ import numpy as np
 from ..errors import A2AError
 from ..fabric import Fabric
 from ..topology.model import Topology
-from .layered import layered_routes
+from .layered import layered_routes, require_pair_arrays
 from .opensm import DEFAULT_VLS
 from .lft import hop_links, trace
 from .tables import ForwardingTables
@@ -136,6 +136,7 @@ def sf_layers(topology: Topology, fabric: Fabric | None = None, *, layers: int =
     fabric's ``vls`` data virtual lanes (:func:`~.layered.fit_lanes`)."""
     if not 1 <= layers <= 128:
         raise A2AError(f"sf-layers: --layers must be in 1..128 (InfiniBand LMC allows 2^7 addresses), got {layers}")
+    require_pair_arrays(topology, layers)
     t0 = time.perf_counter()
     view = router_view(topology)
     tables = sf_layer_tables(view, layers, np.random.default_rng(seed), progress)

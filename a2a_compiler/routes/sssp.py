@@ -99,10 +99,13 @@ def dfsssp(topology: Topology, fabric: Fabric | None = None, *, opensm: bool = F
     """DFSSSP (Domke, Hoefler & Nagel 2011): the SSSP tables, each host pair's route given the virtual lane
     (an InfiniBand SL) that :func:`a2a_compiler.deadlock.dfsssp` assigns, so no lane's channel dependencies
     form a cycle.  ``info["vls"]`` is the number of lanes."""
+    from ..topology.metrics import require_table
     from .layered import segment_lanes
     from .lft import all_pairs
     from .routers import router_view
 
+    # per host pair: (src, dst), its segment key, sort and inverse, lane: about 48 bytes
+    require_table(topology, topology.n_hosts * (topology.n_hosts - 1), 6, "DFSSSP's per-pair arrays")
     tables = sssp(topology, fabric, opensm=opensm, progress=progress)
     t0 = time.perf_counter()
     src, dst = all_pairs(topology.n_hosts)
@@ -110,7 +113,7 @@ def dfsssp(topology: Topology, fabric: Fabric | None = None, *, opensm: bool = F
         progress(f"dfsssp: virtual lanes by DFSSSP on the switch segments of {len(src):,} routes")
     lane_of, _, of_route = segment_lanes(tables, router_view(topology), src, dst)
     lane = lane_of[of_route]
-    lanes = np.zeros((1, topology.n_hosts, topology.n_hosts), dtype=np.int64)
+    lanes = np.zeros((1, topology.n_hosts, topology.n_hosts), dtype=np.int16)
     lanes[0, src, dst] = lane
     timings = {"route": tables.timings["route"] + time.perf_counter() - t0}
     return dataclasses.replace(tables, algo="dfsssp", lanes=lanes, timings=timings,
