@@ -91,3 +91,14 @@ def test_verify_rebuilds_a_recorded_switch_failure(tmp_path, capsys):
     capsys.readouterr()
     assert main(["verify", str(out)]) == 0
     assert capsys.readouterr().out.rstrip().endswith("VALID")
+
+
+def test_compile_takes_the_same_failures(tmp_path, capsys):
+    out = tmp_path / "c.xml"
+    assert main(["compile", "fattree:4,2", "--emit", "mpi", "--remove-links", "2", "--among", "switch-links",
+                 "--seed", "1", "-o", str(out), "--json", "-q"]) == 0
+    assert '"spec": "fattree:4,2 -links 2 among=switch-links seed=1"' in capsys.readouterr().out
+    assert main(["compile", "fattree:4,2", "--emit", "mpi", "--among", "switch-links", "-o", str(tmp_path / "d.xml"),
+                 "-q"]) == 2
+    assert capsys.readouterr().err == "a2a compile: error: --among applies only with --remove-links\n"
+    assert not (tmp_path / "d.xml").exists()

@@ -6,12 +6,11 @@ import argparse
 import json
 import sys
 
-from ..errors import A2AError
 from ..fabric import BANDWIDTH_HELP, FORWARDING_MODES, Fabric, parse_bandwidth
 from ..options import Rules, refuse_inapplicable
 from ..progress import Progress
 from ..topology import Topology
-from ..topology.puncture import AMONG
+from ..topology.puncture import AMONG, puncture_options
 from ..topology.spec import from_spec
 
 SPEC_HELP = (
@@ -138,14 +137,8 @@ def demand_from_args(args, n_hosts: int):
 
 
 def puncture_args(args) -> dict:
-    """:func:`~a2a_compiler.topology.puncture.puncture`'s keywords from the puncturing options (``{}``: none);
-    ``--among`` without ``--remove-links`` is refused."""
-    if args.among and not args.remove_links:
-        raise A2AError("--among applies only with --remove-links")
-    if not (args.remove_links or args.remove_nodes or args.remove_cables):
-        return {}
-    return {"remove_links": args.remove_links or 0, "remove_nodes": args.remove_nodes or 0, "seed": args.seed or 0,
-            "among": args.among or "links", "cables": tuple(args.remove_cables or ())}
+    """:func:`~a2a_compiler.topology.puncture.puncture`'s keywords from the puncturing options (``{}``: none)."""
+    return puncture_options(args.remove_links, args.remove_nodes, args.seed, args.among, args.remove_cables)
 
 
 def topology_from_args(args, link_classes: bool = True) -> Topology:

@@ -62,6 +62,18 @@ def named_cables(topology: Topology, cables) -> np.ndarray:
     return np.unique(np.concatenate(out)) if out else np.zeros(0, np.int64)
 
 
+def puncture_options(remove_links: int | None = None, remove_nodes: int | None = None, seed: int | None = None,
+                     among: str | None = None, cables=None) -> dict:
+    """:func:`puncture`'s keywords from the puncturing options as given (``None``: not given), or ``{}`` for
+    no puncture; ``among`` without ``remove_links`` is refused (it would be ignored)."""
+    if among and not remove_links:
+        raise SpecError("--among applies only with --remove-links")
+    if not (remove_links or remove_nodes or cables):
+        return {}
+    return {"remove_links": remove_links or 0, "remove_nodes": remove_nodes or 0, "seed": seed or 0,
+            "among": among or "links", "cables": tuple(cables or ())}
+
+
 def puncture(topology: Topology, remove_links: int = 0, remove_nodes: int = 0, seed: int = 0,
              among: str = "links", cables=()) -> Topology:
     """Remove ``remove_nodes`` random hosts, the named ``cables``, then ``remove_links`` random cables
