@@ -68,3 +68,17 @@ def test_sls_past_the_fabric_are_refused_and_nothing_is_written(tmp_path, capsys
 def test_bad_vls(args, err, capsys):
     assert main(["routes", "slimfly:3"] + args + ["-q"]) == 2
     assert capsys.readouterr().err == f"a2a routes: error: {err}\n"
+
+
+def test_default_four_layers_needing_eleven_lanes_are_fitted(tmp_path, capsys):
+    """Issue 34: the default 4 layers already need more than 8 lanes on a degraded Dragonfly (here 11, with 5
+    switch-to-switch cables failed); the SL file holds SLs 0..7 only, every pair keeps layer 0."""
+    dump = tmp_path / "d.dump"
+    assert main(["routes", "dragonfly:6,3,3", "--remove-links", "5", "--among", "switch-links", "--seed", "0",
+                 "--algo", "fatpaths", "--lft", str(dump), "--json", "-q", "--mcf", "off"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert (s["hosts"], s["layers"], s["routes"]) == (342, 8, 421461)
+    assert (s["info"]["vls_needed"], s["info"]["vls"], s["info"]["routes_dropped"]) == (11, 8, 45027)
+    rows = sl_rows(tmp_path / "d.dump.sl")
+    assert len(rows) == 421461 and {int(r[3]) for r in rows} == set(range(8))
+    assert sum(r[2] == "0" for r in rows) == 342 * 341
