@@ -79,3 +79,11 @@ def test_dump_lfts_on_704_lids_and_the_installed_reader():
         assert proc.stdout.count("\n0x02c0 ") == 192 and missing_top(proc.stdout) is None
         m = read_dump(proc.stdout, found).measure()
         assert (m.alltoall_time, m.shift.worst, m.shift.average) == (511, 1, 1)
+
+
+def test_the_reader_without_its_tools_is_one_line(tmp_path):
+    """python -m runtimes.infiniband.installed where dump_fts is not installed: one line, exit 1, no traceback."""
+    proc = subprocess.run([sys.executable, "-m", "runtimes.infiniband.installed"], cwd=ROOT, capture_output=True,
+                          text=True, env={"PATH": str(tmp_path)}, timeout=60)
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr == "installed: dump_fts not found (Debian: apt-get install infiniband-diags)\n"

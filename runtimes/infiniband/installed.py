@@ -56,11 +56,21 @@ def installed_tables(run: Callable[[list[str]], str], owner: Callable[[int], int
     return "".join(out)
 
 
+#: Seconds one diagnostic may run.
+TOOL_TIMEOUT = 600
+
+
 def _run(cmd: list[str]) -> str:
-    proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=600)
+    """A diagnostic's stdout; a missing tool, a failure or a timeout ends the program with one line."""
+    try:
+        proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=TOOL_TIMEOUT)
+    except FileNotFoundError:
+        raise SystemExit(f"installed: {cmd[0]} not found (Debian: apt-get install infiniband-diags)") from None
+    except subprocess.TimeoutExpired:
+        raise SystemExit(f"installed: {cmd[0]} ran past {TOOL_TIMEOUT} s") from None
     if proc.returncode:
         last = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
-        raise SystemExit(f"{cmd[0]} failed: {last}")
+        raise SystemExit(f"installed: {cmd[0]} failed: {last}")
     return proc.stdout
 
 

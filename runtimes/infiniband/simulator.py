@@ -25,8 +25,6 @@ from a2a_compiler.routes.tables import ForwardingTables
 from a2a_compiler.topology.ibnet import net_file, node_guids, parse_ibnet
 from a2a_compiler.topology.model import Topology
 
-from .installed import installed_tables
-
 #: Where Debian installs the shim (any multiarch directory).
 UMAD2SIM_PATHS = "/usr/lib/*/umad2sim/libumad2sim.so"
 #: The programs a round trip runs.
@@ -204,6 +202,8 @@ class SimulatedFabric:
         """The forwarding tables the switches hold now (:func:`.installed.installed_tables`: ``dump_fts``, plus
         each switch's entry for the top LID that infiniband-diags 44 leaves out), LID owners from OpenSM's
         guid2lid file."""
+        from .installed import installed_tables     # not at import: python -m runtimes.infiniband.installed
+
         owner = {}
         for line in (self.dir / "guid2lid").read_text().splitlines():
             f = line.split()
