@@ -190,16 +190,14 @@ def _fabric(fabric, link_bw, host_bw, forwarding, nvlink_bw=None):
                   bw(nvlink_bw, "--nvlink-bw"))
 
 
-def _topology(source, remove_links: int, remove_nodes: int, seed: int):
+def _topology(source, **failures):
     from .topology.model import Topology
+    from .topology.puncture import puncture, puncture_options
     from .topology.spec import from_spec
 
+    cut = puncture_options(**failures)
     topo = source if isinstance(source, Topology) else from_spec(str(source))
-    if remove_links or remove_nodes:
-        from .topology.puncture import puncture
-
-        topo = puncture(topo, remove_links=remove_links, remove_nodes=remove_nodes, seed=seed)
-    return topo
+    return puncture(topo, **cut) if cut else topo
 
 
 #: Channel counts tried, after the fewest that fit, when MSCCL's --channels is not given.
@@ -308,12 +306,14 @@ INJECTION_OPTIONS = {k: ("emit", ("mpi",)) for k in ("max_flows", "flow_per_chun
 
 #: Keywords of :func:`compile` that solve and chunk (refused for an already chunked schedule).
 SOLVE_OPTIONS = ("method", "fabric", "link_bw", "host_bw", "forwarding", "nvlink_bw", "remove_links", "remove_nodes",
+                 "among", "remove_cables",
                  "seed", "max_chunks", "min_fidelity", "steps", "paths", "max_paths", "solver", "demand",
                  "any_chunks")
 
 
 def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=None, link_bw=None, host_bw=None,
             forwarding: str | None = None, nvlink_bw=None, remove_links: int | None = None, remove_nodes: int | None = None,
+            among: str | None = None, remove_cables=None,
             seed: int | None = None, max_chunks: int | None = None, min_fidelity: float | None = None,
             steps: int | None = None, paths: str | None = None, max_paths: int | None = None,
             solver: str | None = None, channels: int | None = None, instances: int | None = None,
@@ -336,7 +336,8 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
     hosts and the switches forward: tsMCF schedules the hosts-through-switches graph
     (:func:`~a2a_compiler.topology.switched.switch_graph`), the program is priced and verified on
     the physical links, and ``mcf_time`` is the physical topology's link MCF optimum.  Failures:
-    ``remove_links``, ``remove_nodes``, ``seed``.  Chunking: ``max_chunks``
+    ``remove_links``, ``remove_nodes``, ``seed``, ``among``, ``remove_cables``
+    (:func:`~a2a_compiler.topology.puncture.puncture`).  Chunking: ``max_chunks``
     (16), ``min_fidelity`` (the smallest ``C`` reaching it; for MSCCL measured
     on the lowered program), tsMCF ``steps``.  MSCCL: ``channels``,
     ``instances`` (1), ``proto`` (Simple), ``min_bytes``, ``max_bytes`` (0 = no
@@ -407,7 +408,8 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
         if kind == "link":
             check_store_and_forward(fab)
         solve_options = {k: v for k, v in (("paths", paths), ("max_paths", max_paths), ("solver", solver)) if v}
-        topology = apply_link_classes(_topology(source, remove_links or 0, remove_nodes or 0, seed or 0), fab)
+        topology = apply_link_classes(_topology(source, remove_links=remove_links, remove_nodes=remove_nodes, seed=seed,
+                                                among=among, cables=remove_cables), fab)
         from .demand import as_demand
 
         demand = as_demand(demand, topology.n_hosts)

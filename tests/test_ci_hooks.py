@@ -77,3 +77,12 @@ def test_every_command_documents_its_exit_status():
     assert "\n  1    some FILE is an invalid schedule" in sub.choices["verify"].epilog
     assert "\n  124  the watchdog (--timeout) aborted" in sub.choices["run"].epilog
     assert "\n  125  a rank on the same machine died" in sub.choices["run"].epilog
+
+
+def test_the_suites_time_and_budget_are_stated():
+    """issue 34 item 12: README says how long the suite takes, within the budget it states."""
+    readme = (ROOT / "README.md").read_text()
+    said = re.search(r"It takes a while: ([0-9.]+) minutes on the 2-core development machine.*?under \*\*([0-9]+) "
+                     r"minutes\*\*", readme, re.S)
+    assert said and float(said.group(1)) < int(said.group(2)) == 20    command = "pip install '.[test]' && python -m pytest -q"
+    assert f"```bash\n{command}\n```" in readme and f"  {command}\n" in (ROOT / ".ci" / "run").read_text()

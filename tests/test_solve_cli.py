@@ -174,9 +174,9 @@ def test_solve_names_an_unknown_option():
      "a2a solve: error: --schedules applies only with --jobs"),
     (["solve", "hypercube:3", "--jobs", "jobs.json", "--method", "mcf", "--save", "x.npz"],
      "a2a solve: error: --method, --save do not apply with --jobs (--method: not with --jobs; --save: not with --jobs)"),
-    (["routes", "hypercube:3", "--algo", "mcf-extp", "--lft", "x.dump", "--mcf", "on"],
-     "a2a routes: error: --lft, --mcf do not apply to --algo mcf-extp (--lft: --algo sssp / dfsssp / dor / ftree / "
-     "minhop / sf-min / fatpaths / sf-layers / file; --mcf: --algo sssp / dfsssp / dor / ftree / minhop / sf-min / "
+    (["routes", "hypercube:3", "--algo", "mcf-extp", "--lft", "x.dump", "--vls", "4"],
+     "a2a routes: error: --lft, --vls do not apply to --algo mcf-extp (--lft: --algo sssp / dfsssp / dor / ftree / "
+     "minhop / sf-min / fatpaths / sf-layers / file; --vls: --algo sssp / dfsssp / dor / ftree / minhop / sf-min / "
      "fatpaths / sf-layers / file)"),
     (["compile", "hypercube:3", "--emit", "mpi", "--method", "mcf-extp", "--target", "rccl", "-o", "-"],
      "a2a compile: error: --target does not apply to --emit mpi (only to --emit msccl)"),

@@ -10,6 +10,7 @@ from ..fabric import BANDWIDTH_HELP, FORWARDING_MODES, Fabric, parse_bandwidth
 from ..options import Rules, refuse_inapplicable
 from ..progress import Progress
 from ..topology import Topology
+from ..topology.puncture import AMONG, puncture_options
 from ..topology.spec import from_spec
 
 SPEC_HELP = (
@@ -95,6 +96,12 @@ def add_topology_args(p: argparse.ArgumentParser, positional: bool = True) -> No
         p.add_argument("spec", metavar="SPEC", help=SPEC_HELP)
     g = p.add_argument_group("puncturing (failures)")
     g.add_argument("--remove-links", type=nonnegative_int, metavar="K", help="remove K random cables (seeded)")
+    g.add_argument("--among", choices=AMONG, help="what --remove-links draws from: links (default: every link, "
+                   "host cables included, a port group whole), switch-links (between switches, groups whole), "
+                   "switch-cables (single cables between switches: a port group loses one)")
+    g.add_argument("--remove-cable", action="append", metavar="A,B|A/PORT", dest="remove_cables",
+                   help="remove a named cable (repeatable): the cables between nodes A and B, or the one on port "
+                        "PORT of node A; nodes by name or GUID (0x..., ibnet:)")
     g.add_argument("--remove-nodes", type=nonnegative_int, metavar="K", help="remove K random hosts (seeded)")
     g.add_argument("--seed", type=int, metavar="S", help="seed for puncturing (default 0)")
 
@@ -131,17 +138,22 @@ def demand_from_args(args, n_hosts: int):
     return as_demand(args.demand, n_hosts)
 
 
+def puncture_args(args) -> dict:
+    """:func:`~a2a_compiler.topology.puncture.puncture`'s keywords from the puncturing options (``{}``: none)."""
+    return puncture_options(args.remove_links, args.remove_nodes, args.seed, args.among, args.remove_cables)
+
+
 def topology_from_args(args, link_classes: bool = True) -> Topology:
     """The topology of ``args.spec``, punctured as the options ask, its classed links (NVLink) at the
     fabric options' bandwidths (unless ``link_classes`` is False: the caller applies its own fabric)."""
     from ..fabric import apply_link_classes
 
     topo = from_spec(args.spec)
-    if args.remove_links or args.remove_nodes:
+    cut = puncture_args(args)
+    if cut:
         from ..topology.puncture import puncture
 
-        topo = puncture(topo, remove_links=args.remove_links or 0, remove_nodes=args.remove_nodes or 0,
-                        seed=args.seed or 0)
+        topo = puncture(topo, **cut)
     return apply_link_classes(topo, fabric_from_args(args)) if link_classes and hasattr(args, "link_bw") else topo
 
 

@@ -133,7 +133,8 @@ def register(sub) -> None:
 
 
 #: ``a2a compile`` options that are keywords of :func:`a2a_compiler.compiler.compile`.
-OPTIONS = ("method", "link_bw", "host_bw", "forwarding", "nvlink_bw", "remove_links", "remove_nodes", "seed", "max_chunks",
+OPTIONS = ("method", "link_bw", "host_bw", "forwarding", "nvlink_bw", "remove_links", "remove_nodes", "among",
+           "remove_cables", "seed", "max_chunks",
            "min_fidelity", "steps", "paths", "max_paths", "channels", "instances", "proto", "min_bytes",
            "max_bytes", "rcs", "target", "max_flows", "flow_per_chunk", "name", "demand", "any_chunks")
 

@@ -11,7 +11,8 @@ from ..deadlock.orders import FAMILIES
 from ..errors import A2AError
 from ..files import atomic_write
 from ..progress import Progress
-from ..routes import ENGINES, TABLE_ENGINES
+from ..routes import ENGINES, LAYERED_ENGINES, TABLE_ENGINES
+from ..routes.opensm import DEFAULT_VLS, check_vls
 from ..routes.patterns import PATTERNS, pattern_congestion
 from .common import PROGRESS_DELAY, add_demand_arg, add_fabric_args, add_injection_args, add_topology_args, \
     applies_only, demand_from_args, fabric_from_args, fraction, nonnegative_int, positive_int, print_json, topology_from_args
@@ -68,11 +69,16 @@ forwarding tables (sssp, dfsssp, dor, ftree, minhop, sf-min, fatpaths, sf-layers
 engine's tables (switch x destination -> port, one per LID offset) are measured directly, per
 cable: predicted_time, the shift pattern's congestion_worst/avg (always), layers and
 deadlock_free over (cable, virtual lane); per-pair routes are built only for -o and
---deadlock (at most 1,000,000).  The link-MCF reference (mcf_time, mcf_ratio) is solved when
-its LP fits (--mcf auto: up to 400,000 hosts x links columns), else null with a note.
+--deadlock (at most 1,000,000).  The link-MCF reference (mcf_time, mcf_ratio), for every
+engine, is solved when its LP fits (--mcf auto: up to 400,000 hosts x links columns), else
+null with a note; --mcf on always solves it (with progress lines), --mcf off never.
 --lft FILE writes OpenSM's LFT dump (opensm -R file -U FILE, with -l LMC for layers) and,
 where the routes need virtual lanes, FILE.sl with an SL per (source, destination, LID
-offset): OpenSM's file engine installs no SLs (docs/infiniband.md, docs/formats.md).
+offset): OpenSM's file engine installs no SLs (docs/infiniband.md, docs/formats.md).  SL i
+goes on data VL i: the fabric has --vls N of them (default 8, VL0-7; at most 15; an SL is 4
+bits), and routes needing more lanes are refused.  fatpaths and sf-layers fit theirs: where
+DFSSSP needs more, layer 0's minimal routes are laned first and the other layers' routes that
+land past N are dropped (their pairs keep their other layers; info: vls_needed, routes_dropped).
 
 chunks: each shard is split into C equal chunks.  C is the least common multiple of the
 weights' denominators (for equal splits, of the path counts) when that is <= --max-chunks,
@@ -132,7 +138,7 @@ ENGINE_OPTIONS = {
 }
 #: Output options of some engines: the table engines' LFT dump and MCF reference; the chunk search's target
 #: of the engines with an LP relaxation.
-OUTPUT_OPTIONS = {"lft": ("algo", TABLE_ENGINES), "mcf": ("algo", TABLE_ENGINES),
+OUTPUT_OPTIONS = {"lft": ("algo", TABLE_ENGINES), "vls": ("algo", TABLE_ENGINES),
                   "min_fidelity": ("algo", ("fptas", "mcf-extp", "mcf-df", "pmcf-disjoint", "pmcf-shortest"))}
 #: Command-line options whose engine keyword has another name (``--seed`` is puncturing's).
 ENGINE_KEYWORD = {"route_seed": "seed", "lft_in": "path"}
@@ -183,8 +189,8 @@ def register(sub) -> None:
                         "its 4-ary heap's tie order) instead of ours")
     g.add_argument("--lft-in", metavar="DUMP", help="file: the LFT dump to load (opensm-lfts.dump, dump_lfts output)")
     g.add_argument("--mcf", choices=("auto", "on", "off"), default="auto",
-                   help="table engines: solve the link-MCF reference always, never, or when its LP has at most "
-                        "400,000 columns (default auto)")
+                   help="solve the link-MCF reference (mcf_time, mcf_ratio) always, never, or when its LP has at "
+                        "most 400,000 columns (default auto)")
     add_injection_args(p)
     o = p.add_argument_group("output")
     o.add_argument("--max-chunks", type=positive_int, default=64, metavar="C",
@@ -196,6 +202,9 @@ def register(sub) -> None:
     o.add_argument("-o", "--output", metavar="FILE.xml", help="write the MPI path schedule (docs/formats.md)")
     o.add_argument("--lft", metavar="FILE", help="table engines: write OpenSM's LFT dump for 'opensm -R file -U FILE' "
                                                  "(and FILE.sl where the routes need virtual lanes)")
+    o.add_argument("--vls", type=positive_int, default=DEFAULT_VLS, metavar="N",
+                   help="the fabric's InfiniBand data virtual lanes (default 8, VL0-7; at most 15): fatpaths and "
+                        "sf-layers fit their DFSSSP lanes into them, --lft refuses SLs past them")
     o.add_argument("--json", action="store_true", help="print one JSON object (see 'reported' below)")
     o.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     applies_only(p, {**ENGINE_OPTIONS, **OUTPUT_OPTIONS})
@@ -212,8 +221,9 @@ def _human(s: dict) -> str:
     lines = [
         f"routes     {s['spec']} {s['algo']}: {s['routes']} routes, up to {s['max_paths_per_pair']} per pair; "
         f"{s['chunks_per_shard']} chunk(s) per shard ({exact})",
-        f"time       {s['predicted_time']:.6g} link-times (max link load of the file); link MCF {s['mcf_time']:.6g}; "
-        f"MCF ratio {s['mcf_ratio']:.4f}",
+        f"time       {s['predicted_time']:.6g} link-times (max link load of the file); " +
+        ("link MCF not solved" if s["mcf_time"] is None else
+         f"link MCF {s['mcf_time']:.6g}; MCF ratio {s['mcf_ratio']:.4f}"),
     ]
     extra = []
     if s["lp_time"] is not None:
@@ -242,6 +252,7 @@ def _human(s: dict) -> str:
 def run(args) -> int:
     """Route, chunk, layer and price (:func:`a2a_compiler.routes.schedule.route_schedule`), or, for a table
     engine, measure the tables (:func:`a2a_compiler.routes.report.table_report`); write and report."""
+    from ..routes.report import mcf_skipped
     from ..routes.schedule import route_schedule
 
     topology = topology_from_args(args)
@@ -251,14 +262,20 @@ def run(args) -> int:
     if demand is not None and (args.lft or args.mcf != "auto"):
         raise A2AError("--lft and --mcf measure a table engine's all-to-all; with --demand the routes are priced "
                        "under the demand per route (run --lft without --demand: the tables do not depend on it)")
+    check_vls(args.vls)
+    if args.vls != DEFAULT_VLS and args.algo not in LAYERED_ENGINES and not args.lft:
+        raise A2AError(f"--vls applies to --algo {' / '.join(LAYERED_ENGINES)}, or with --lft (its SL file)")
     reporter = None if args.quiet else Progress(delay=PROGRESS_DELAY)
     try:
         if args.algo in TABLE_ENGINES and demand is None and not (args.max_flows or args.flow_per_chunk):
             return _run_tables(args, topology, fabric, options, reporter)   # time steps: the route path below
+        if args.algo in LAYERED_ENGINES:
+            options["vls"] = args.vls
+        skipped = mcf_skipped(topology, args.mcf)
         result = route_schedule(topology, args.algo, fabric, deadlock=args.deadlock, max_layers=args.max_layers,
                                 max_chunks=args.max_chunks, min_fidelity=args.min_fidelity, max_flows=args.max_flows,
                                 flow_per_chunk=bool(args.flow_per_chunk), progress=reporter, demand=demand,
-                                **options)
+                                mcf=skipped is None, **options)
     finally:
         if reporter:
             reporter.close()
@@ -268,6 +285,8 @@ def run(args) -> int:
     if args.pattern:
         c = pattern_congestion(result.routes, args.pattern)
         s.update(pattern=args.pattern, congestion_worst=c.worst, congestion_avg=c.average, stages=len(c.per_stage))
+    if skipped and not args.quiet:
+        print(f"a2a routes: note: {skipped}", file=sys.stderr)
     if not result.chunks_exact and not args.quiet:
         print(f"a2a routes: note: the route weights need more than --max-chunks {args.max_chunks} chunks per "
               f"shard to be exact; rounded to multiples of 1/{s['chunks_per_shard']} (all-to-all time "
@@ -283,8 +302,8 @@ def _run_tables(args, topology, fabric, options, reporter) -> int:
     from ..routes.report import table_report
 
     rep = table_report(topology, args.algo, fabric, deadlock=args.deadlock, max_layers=args.max_layers, mcf=args.mcf,
-                       output=bool(args.output), max_chunks=args.max_chunks, lft=args.lft, progress=reporter,
-                       **options)
+                       output=bool(args.output), max_chunks=args.max_chunks, lft=args.lft, vls=args.vls,
+                       progress=reporter, **options)
     if args.output:
         atomic_write(args.output, rep.schedule.xml)
     if args.lft:

@@ -9,7 +9,8 @@ from ..cli import command_parser
 from ..errors import A2AError
 from ..fabric import parse_bandwidth
 from ..formats.msccl_rules import DEFAULT_TARGET, TARGETS
-from .common import SPEC_HELP, add_demand_arg, add_fabric_args, add_topology_args, print_json, topology_from_args
+from .common import SPEC_HELP, add_demand_arg, add_fabric_args, add_topology_args, print_json, puncture_args, \
+    topology_from_args
 
 HELP = ("check an MSCCL / oneCCL-style / MPI path XML schedule or an MSCCL++ plan (rules, data movement, deadlock, "
         "topology, time)")
@@ -140,8 +141,7 @@ def run(args) -> int:
     from ..verify import verify_file
 
     topology = topology_from_args(args, link_classes=False) if args.spec else None
-    cut = None if args.spec or not (args.remove_links or args.remove_nodes) else \
-        {"remove_links": args.remove_links or 0, "remove_nodes": args.remove_nodes or 0, "seed": args.seed or 0}
+    cut = None if args.spec else (puncture_args(args) or None)
     overrides = _fabric_overrides(args)
     demand = None
     if args.demand:

@@ -49,6 +49,8 @@ ENGINES: dict[str, tuple[str, str]] = {
 }
 #: Engines that return forwarding tables (:class:`~.tables.ForwardingTables`).
 TABLE_ENGINES = ("sssp", "dfsssp", "dor", "ftree", "minhop", "sf-min", "fatpaths", "sf-layers", "file")
+#: Table engines with several LID layers, laned by DFSSSP within the fabric's data VLs (``vls``).
+LAYERED_ENGINES = ("fatpaths", "sf-layers")
 
 
 def _engine(algo: str):
@@ -98,4 +100,5 @@ def route(topology: Topology, algo: str, fabric: Fabric | None = None, *, demand
     return dataclasses.replace(routes, demand=demand, lp_time=None, bound=None, optimal=None, mip_gap=None)
 
 
-__all__ = ["ENGINES", "TABLE_ENGINES", "DEMAND_ENGINES", "route", "route_tables", "RouteSet", "RoutedPath"]
+__all__ = ["ENGINES", "TABLE_ENGINES", "LAYERED_ENGINES", "DEMAND_ENGINES", "route", "route_tables", "RouteSet",
+           "RoutedPath"]

@@ -26,7 +26,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..topology.model import Topology
-from .result import RouteSet
 from .routers import RouterView
 
 
@@ -102,17 +101,18 @@ def max_disjoint(paths: list[frozenset]) -> int:
     return best
 
 
-def router_paths(routes: RouteSet, view: RouterView) -> dict[tuple[int, int], list[frozenset]]:
-    """Each ordered router pair's distinct router paths (as link-id sets), from the routes of its hosts."""
+def router_paths(segments: np.ndarray, view: RouterView) -> dict[tuple[int, int], list[frozenset]]:
+    """Each ordered router pair's distinct router paths (as link-id sets), from the router segments of the
+    routes (rows of router nodes, ``-1``-padded, as :func:`~.layered.router_segments` gives them)."""
     t = view.topology
     key = t.src * t.n_nodes + t.dst
     out: dict[tuple[int, int], set] = {}
-    for p in routes.paths:
-        r = [v for v in p.nodes if view.is_router[v]]
+    for row in np.unique(segments, axis=0):
+        r = row[row >= 0]
         if len(r) < 2:
             continue
-        hops = np.searchsorted(key, np.asarray(r[:-1]) * t.n_nodes + np.asarray(r[1:]))
-        out.setdefault((r[0], r[-1]), set()).add(frozenset(hops.tolist()))
+        hops = np.searchsorted(key, r[:-1] * t.n_nodes + r[1:])
+        out.setdefault((int(r[0]), int(r[-1])), set()).add(frozenset(hops.tolist()))
     return {pair: sorted(s, key=sorted) for pair, s in sorted(out.items())}
 
 
@@ -141,9 +141,10 @@ class RouteDiversity:
         }
 
 
-def route_diversity(routes: RouteSet, view: RouterView, samples: int = 1000, seed: int = 0) -> RouteDiversity:
-    """Disjoint paths of every router pair's routes, and the interference of ``samples`` random pairs of them."""
-    per_pair = router_paths(routes, view)
+def route_diversity(segments: np.ndarray, view: RouterView, samples: int = 1000, seed: int = 0) -> RouteDiversity:
+    """Disjoint paths of every router pair's routes (their router ``segments``, :func:`router_paths`), and the
+    interference of ``samples`` random pairs of them."""
+    per_pair = router_paths(segments, view)
     pairs = list(per_pair)
     disjoint = np.array([max_disjoint(per_pair[p]) for p in pairs], dtype=np.int64)
     rng = np.random.default_rng(seed)

@@ -38,7 +38,8 @@ from scipy.sparse import csgraph
 from ..errors import A2AError
 from ..fabric import Fabric
 from ..topology.model import Topology
-from .layered import layered_routes
+from .layered import layered_routes, require_pair_arrays
+from .opensm import DEFAULT_VLS
 from .tables import ForwardingTables
 from .routers import RouterView, minimal_tables, path_catalog, router_distances, router_view
 
@@ -125,14 +126,17 @@ def balanced_layers(view: RouterView, n: int, rng: np.random.Generator) -> list[
 
 
 def fatpaths(topology: Topology, fabric: Fabric | None = None, *, layers: int = 4, rho: float = 0.6,
-             variant: str = "random", seed: int = 0, progress=None) -> ForwardingTables:
-    """FatPaths routing with ``layers`` layers (module docstring); ``rho``: fraction of cables per random layer."""
+             variant: str = "random", seed: int = 0, vls: int = DEFAULT_VLS,
+             progress=None) -> ForwardingTables:
+    """FatPaths routing with ``layers`` layers (module docstring); ``rho``: fraction of cables per random layer;
+    ``vls``: the fabric's data virtual lanes (:func:`~.layered.fit_lanes`)."""
     if variant not in VARIANTS:
         raise A2AError(f"fatpaths: unknown variant {variant!r}; choose one of {', '.join(VARIANTS)}")
     if not 1 <= layers <= 128:
         raise A2AError(f"fatpaths: --layers must be in 1..128, got {layers}")
     if not 0 < rho <= 1:
         raise A2AError(f"fatpaths: --rho must be in (0, 1], got {rho}")
+    require_pair_arrays(topology, layers)
     t0 = time.perf_counter()
     view = router_view(topology)
     rng = np.random.default_rng(seed)
@@ -141,4 +145,4 @@ def fatpaths(topology: Topology, fabric: Fabric | None = None, *, layers: int = 
     tables = [minimal_tables(view, rng=rng)] + [minimal_tables(view, m, rng=rng) for m in masks]
     return layered_routes("fatpaths", view, tables, fabric or Fabric(), timings={"route": time.perf_counter() - t0},
                           info={"variant": variant, "rho": rho if variant == "random" else None, "seed": seed},
-                          progress=progress)
+                          vls=vls, progress=progress)

@@ -58,6 +58,12 @@ from .tables import ForwardingTables
 
 #: Highest unicast LID (0xBFFF).
 MAX_LID = 0xBFFF
+#: Service levels: the SL field of an InfiniBand packet (LRH) and path record is 4 bits.
+SLS = 16
+#: Data virtual lanes assumed of a fabric: VL0-7, what most HCAs and switches have (``--vls`` changes it).
+DEFAULT_VLS = 8
+#: Most data VLs a port has (VL0-14; VL15 carries subnet management only).
+MAX_VLS = 15
 #: Largest dump read (bytes).
 MAX_DUMP_BYTES = 1 << 30
 
@@ -176,6 +182,21 @@ def write_dump(tables: ForwardingTables) -> tuple[str, int]:
     return "\n".join(out) + "\n", lmc
 
 
+def check_vls(vls: int) -> None:
+    """Refuse a number of data VLs outside 1..:data:`MAX_VLS`."""
+    if not 1 <= vls <= MAX_VLS:
+        raise A2AError(f"--vls must be in 1..{MAX_VLS} (InfiniBand's data virtual lanes), got {vls}")
+
+
+def check_sls(algo: str, lanes: int, vls: int) -> None:
+    """Refuse, in one line, routes on more virtual lanes than the fabric has: an SL is 4 bits (SL 0..15) and
+    SL ``i`` is mapped to data VL ``i`` (``vls`` of them, :data:`DEFAULT_VLS` unless the fabric has more)."""
+    check_vls(vls)
+    if lanes > vls:
+        raise A2AError(f"{algo}: the routes need {lanes} virtual lanes (SLs 0..{lanes - 1}), more than the fabric's "
+                       f"{vls} data VLs (--vls; an SL is 4 bits, 0..{SLS - 1}; a port has at most {MAX_VLS} data VLs)")
+
+
 def opensm_options(path: str, lmc: int) -> str:
     """The ``opensm`` options that load the dump at ``path``."""
     return f"-R file -U {path}" + (f" -l {lmc}" if lmc else "")
@@ -207,6 +228,8 @@ def sl_file(tables: ForwardingTables, lanes: np.ndarray, scheme: str) -> str:
 _HEAD = re.compile(r"^Unicast lids .* guid 0x([0-9a-fA-F]+)")
 _ROW = re.compile(r"^0x([0-9a-fA-F]+)\s+(\d+)\b(.*)$")
 _PORTGUID = re.compile(r"portguid 0x([0-9a-fA-F]+)")
+#: A dump_fts / dump_lfts switch header: the top LID of the table it lists.
+_FTS_HEAD = re.compile(r"Unicast lids \[0x[0-9a-fA-F]+-0x([0-9a-fA-F]+)\] of switch DR path")
 
 
 def parse_dump(text: str, topology: Topology, source: str = "<dump>") -> np.ndarray:
@@ -292,8 +315,35 @@ def read_dump(text: str, topology: Topology, fabric: Fabric | None = None, sourc
     host_cable = np.flatnonzero(csrc < nh)
     table[:, csrc[host_cable]] = host_cable[None, :, None]
     table[:, np.arange(nh), np.arange(nh)] = -1
-    ft = ForwardingTables(algo, t, fabric or Fabric(), table, info={"lmc": lmc_of(layers), "source": source})
-    return ft.validate()
+    info = {"lmc": lmc_of(layers), "source": source}
+    top = missing_top(text)
+    if top is not None:
+        info["notes"] = [f"{source}: no switch lists LID 0x{top:04x}, the top of every table, a switch's own LID "
+                         f"(infiniband-diags 44's dump_lfts/dump_fts leave that row out); the host routes are complete"]
+    try:
+        return ForwardingTables(algo, t, fabric or Fabric(), table, info=info).validate()
+    except A2AError as exc:
+        if top is None:
+            raise
+        raise FormatError(f"{source}: no switch lists LID 0x{top:04x}, the top of every table ({exc}): "
+                          "infiniband-diags 44's dump_lfts/dump_fts skip the last 64-LID block when it holds only "
+                          "that LID; read the tables with 'python -m runtimes.infiniband.installed' (dump_fts plus "
+                          "smpdump for that block)") from None
+
+
+def missing_top(text: str) -> int | None:
+    """The top LID that every switch of a ``dump_fts``/``dump_lfts`` output (headers ``Unicast lids
+    [0x0-0xTOP] of switch DR path ...``) lacks a row for, or ``None``: infiniband-diags 44 reads the tables in
+    64-entry blocks and skips the last one when it holds only the top LID (docs/infiniband.md, step 5)."""
+    tops = set()
+    for section in re.split(r"(?m)^(?=Unicast lids)", text):
+        m = _FTS_HEAD.match(section)
+        if m:
+            top = int(m.group(1), 16)
+            if re.search(rf"(?m)^0x{top:04x} ", section):
+                return None
+            tops.add(top)
+    return tops.pop() if len(tops) == 1 else None
 
 
 def lft_file(topology: Topology, fabric: Fabric | None = None, *, path=None, progress=None) -> ForwardingTables:

@@ -23,8 +23,10 @@ from ..deadlock import assign_layers
 from ..errors import A2AError
 from ..fabric import Fabric
 from ..topology.model import Topology
-from . import route_tables
-from .opensm import opensm_options, sl_file, write_dump
+from . import LAYERED_ENGINES, route_tables
+from .layered import segment_lanes
+from .opensm import DEFAULT_VLS, check_sls, opensm_options, sl_file, write_dump
+from .routers import router_view
 from .schedule import RoutedSchedule, route_schedule
 from .tables import ForwardingTables, Measurement
 
@@ -33,20 +35,34 @@ from .tables import ForwardingTables, Measurement
 MCF_AUTO_COLUMNS = 400_000
 
 
-def mcf_reference(topology: Topology, fabric: Fabric, mode: str = "auto") -> tuple[float | None, str | None]:
-    """``(mcf_time, note)``: the optimal link-MCF time, or ``None`` and the one line saying why it was skipped."""
+def mcf_skipped(topology: Topology, mode: str = "auto") -> str | None:
+    """Why the link-MCF reference is not solved in ``mode`` (one line), or ``None``: ``off``, or ``auto`` with an
+    LP over :data:`MCF_AUTO_COLUMNS` columns."""
     if mode not in ("auto", "on", "off"):
         raise A2AError(f"--mcf must be auto, on or off, not {mode!r}")
     columns = topology.n_hosts * topology.n_links
     if mode == "off":
-        return None, "link-MCF reference not solved (--mcf off): mcf_time and mcf_ratio are null"
+        return "link-MCF reference not solved (--mcf off): mcf_time and mcf_ratio are null"
     if mode == "auto" and columns > MCF_AUTO_COLUMNS:
-        return None, (f"link-MCF reference skipped: its LP would have {columns:,} columns ({topology.n_hosts} hosts "
-                      f"x {topology.n_links} links), over --mcf auto's {MCF_AUTO_COLUMNS:,}; mcf_time and mcf_ratio are "
-                      "null (--mcf on solves it)")
+        return (f"link-MCF reference skipped: its LP would have {columns:,} columns ({topology.n_hosts} hosts "
+                f"x {topology.n_links} links), over --mcf auto's {MCF_AUTO_COLUMNS:,}; mcf_time and mcf_ratio are "
+                "null (--mcf on solves it)")
+    return None
+
+
+def mcf_reference(topology: Topology, fabric: Fabric, mode: str = "auto", progress=None) \
+        -> tuple[float | None, str | None]:
+    """``(mcf_time, note)``: the optimal link-MCF time, or ``None`` and the one line saying why it was skipped;
+    the solve reports its progress (``progress``)."""
+    note = mcf_skipped(topology, mode)
+    if note:
+        return None, note
     from ..solve import solve
 
-    return solve(topology, fabric, "mcf-decomp").lp_time, None
+    if progress:
+        progress(f"link-MCF reference: an LP of {topology.n_hosts * topology.n_links:,} columns ({topology.n_hosts} "
+                 f"hosts x {topology.n_links} links; --mcf off skips it)")
+    return solve(topology, fabric, "mcf-decomp", progress=progress).lp_time, None
 
 
 @dataclass(frozen=True, eq=False)
@@ -122,18 +138,35 @@ def relane(tables: ForwardingTables, scheme: str, max_layers: int | None = None)
     return dataclasses.replace(tables, lanes=lanes, hop_vc=None)
 
 
+def segment_dfsssp(tables: ForwardingTables) -> np.ndarray:
+    """``(layers, N, N)`` virtual lanes of every routed pair by DFSSSP on the tables' router segments
+    (:func:`~.layered.segment_lanes`: no per-pair route is built)."""
+    t = tables.topology
+    pairs = tables.share if tables.share is not None else \
+        np.broadcast_to(~np.eye(t.n_hosts, dtype=bool), (tables.layers, t.n_hosts, t.n_hosts))
+    layer, s, d = np.nonzero(pairs)
+    lane_of, _, of_route = segment_lanes(tables, router_view(t), s, d, layer)
+    lanes = np.zeros((tables.layers, t.n_hosts, t.n_hosts), dtype=np.int64)
+    lanes[layer, s, d] = lane_of[of_route]
+    return lanes
+
+
 def table_report(topology: Topology, algo: str, fabric: Fabric | None = None, *, deadlock: str | None = None,
                  max_layers: int | None = None, mcf: str = "auto", output: bool = False, max_chunks: int = 64,
-                 lft: str | None = None, progress=None, **options) -> TableReport:
+                 lft: str | None = None, vls: int = DEFAULT_VLS, progress=None, **options) -> TableReport:
     """Route ``topology`` with table engine ``algo`` and report on the tables (module docstring).
 
     ``output`` also builds the MPI path schedule (``report.schedule.xml``);
     ``lft`` (the dump's path, used in the printed options) also renders the
-    dump and SL file (``report.lft["text"]``, ``["sl_text"]``).
+    dump and SL file (``report.lft["text"]``, ``["sl_text"]``), refused in one
+    line where the SLs would not fit the fabric's ``vls`` data virtual lanes;
+    the layered engines fit their lanes into ``vls`` (:func:`~.layered.fit_lanes`).
     """
     fabric = fabric or Fabric()
     timings: dict = {}
     t0 = time.perf_counter()
+    if algo in LAYERED_ENGINES:
+        options["vls"] = vls
     tables = route_tables(topology, algo, fabric, progress=progress, **options)
     timings["route"] = time.perf_counter() - t0
     if progress:
@@ -151,9 +184,13 @@ def table_report(topology: Topology, algo: str, fabric: Fabric | None = None, *,
     if max_layers is not None and lanes > max_layers:
         raise A2AError(f"{algo}: the routes use {lanes} virtual lanes, more than --max-layers {max_layers}; "
                        "choose a --deadlock scheme")
-    notes = []
+    notes = list(tables.info.get("notes", ()))
+    if tables.info.get("routes_dropped"):
+        notes.append(f"DFSSSP needed {tables.info['vls_needed']} virtual lanes; the {tables.info['routes_dropped']:,} "
+                     f"routes of layers 1.. on lanes past the fabric's {vls} data VLs (--vls) were dropped (their "
+                     "pairs use their other layers)")
     t1 = time.perf_counter()
-    mcf_time, note = mcf_reference(topology, fabric, mcf)
+    mcf_time, note = mcf_reference(topology, fabric, mcf, progress)
     if note:
         notes.append(note)
     else:
@@ -169,14 +206,15 @@ def table_report(topology: Topology, algo: str, fabric: Fabric | None = None, *,
     lft_info = None
     if lft is not None:
         t1 = time.perf_counter()
-        lft_info = _lft(tables, lft, cycle, notes)
+        lft_info = _lft(tables, lft, cycle, notes, vls)
         timings["lft"] = time.perf_counter() - t1
     return TableReport(tables, measurement, cycle, lanes, deadlock, mcf_time, tuple(notes), schedule, lft_info,
                        timings)
 
 
-def _lft(tables: ForwardingTables, path: str, cycle: str | None, notes: list) -> dict:
-    """The dump, the SL file where the routes need lanes, and the opensm options (``a2a routes --lft``)."""
+def _lft(tables: ForwardingTables, path: str, cycle: str | None, notes: list, vls: int) -> dict:
+    """The dump, the SL file where the routes need lanes, and the opensm options (``a2a routes --lft``); SLs
+    past the fabric's ``vls`` data VLs (SL ``i`` on VL ``i``) are refused (:func:`~.opensm.check_sls`)."""
     text, lmc = write_dump(tables)
     sl_path, sl_text, scheme = None, None, None
     lanes = tables.lanes
@@ -184,12 +222,13 @@ def _lft(tables: ForwardingTables, path: str, cycle: str | None, notes: list) ->
         scheme = tables.algo if tables.info.get("vls") else "the --deadlock scheme"
     elif tables.hop_vc is not None:
         # a VC per router hop needs per-port SL-to-VL tables no SM file carries: give per-pair SLs instead
-        lanes = relane(tables, "dfsssp").lanes
+        lanes = segment_dfsssp(tables)
         scheme = "dfsssp (per pair; the engine's VC-per-hop scheme needs per-port SL2VL tables)"
     elif cycle is not None:
         notes.append("the routes are not deadlock-free on one virtual lane and no SLs were assigned "
                      "(--deadlock dfsssp writes an SL file)")
     if scheme is not None:
+        check_sls(tables.algo, int(lanes.max()) + 1, vls)
         sl_path = f"{path}.sl"
         sl_text = sl_file(tables, lanes, scheme)
         notes.append(f"OpenSM's file engine installs no SLs: the {int(lanes.max()) + 1} lanes' SLs per (source, "

@@ -55,11 +55,17 @@ def router_view(topology: Topology) -> RouterView:
 
 
 def router_distances(view: RouterView, allowed: np.ndarray | None = None) -> np.ndarray:
-    """``dist[r, t]``: hops from node ``r`` to router ``t`` over router links (``allowed`` of them)."""
+    """``dist[r, t]``: hops from node ``r`` to router ``t`` over router links (``allowed`` of them), float32;
+    ``inf`` where ``t`` is not a router (only routers' columns are searched: 470 MB at slimfly:19's 10,830 nodes,
+    not 940 MB twice)."""
     t = view.topology
     use = view.link if allowed is None else view.link & allowed
     adj = sp.csr_array((np.ones(int(use.sum())), (t.dst[use], t.src[use])), shape=(t.n_nodes, t.n_nodes))
-    return csgraph.shortest_path(adj, unweighted=True).T          # BFS over reversed links: distance *to* t
+    dist = np.full((t.n_nodes, t.n_nodes), np.inf, dtype=np.float32)
+    routers = view.routers
+    for k in range(0, len(routers), 256):                          # BFS over reversed links: distance *to* t
+        dist[:, routers[k:k + 256]] = csgraph.shortest_path(adj, unweighted=True, indices=routers[k:k + 256]).T
+    return dist
 
 
 def minimal_tables(view: RouterView, allowed: np.ndarray | None = None, *, weight: np.ndarray | None = None,
@@ -82,7 +88,7 @@ def minimal_tables(view: RouterView, allowed: np.ndarray | None = None, *, weigh
     weight = np.zeros(t.n_links) if weight is None else weight
     e = np.flatnonzero(use)
     u, v = t.src[e], t.dst[e]
-    nxt = np.full((t.n_nodes, t.n_nodes), -1, dtype=np.int64)
+    nxt = np.full((t.n_nodes, t.n_nodes), -1, dtype=np.int32)
     routers = view.routers
     for dest in routers.tolist():
         d = dist[:, dest]
@@ -111,7 +117,7 @@ def host_tables(view: RouterView, router_nxt: np.ndarray) -> np.ndarray:
     """Host-level tables ``nxt[node, host]`` from router-level ones: a router sends a host's traffic
     towards the host's router, and that router hands it to the host."""
     t = view.topology
-    nxt = router_nxt[:, view.router_of].copy()
+    nxt = np.take(router_nxt.astype(np.int32, copy=False), view.router_of, axis=1)
     h = np.arange(t.n_hosts)
     leaf = view.router_of != h
     nxt[view.router_of[leaf], h[leaf]] = h[leaf]

@@ -63,9 +63,9 @@ RATIONAL_TOL = 1e-9
 def exact_chunks(routes: RouteSet, max_chunks: int) -> int | None:
     """Smallest ``C <= max_chunks`` with every path weight a multiple of ``1/C``, or ``None``."""
     C = 1
-    for p in routes.paths:
-        q = Fraction(p.weight).limit_denominator(max_chunks)
-        if abs(float(q) - p.weight) > RATIONAL_TOL:
+    for w in np.unique(routes.weights).tolist():          # a few distinct weights (345,156 paths of weight 1)
+        q = Fraction(w).limit_denominator(max_chunks)
+        if abs(float(q) - w) > RATIONAL_TOL:
             return None
         C = math.lcm(C, q.denominator)
         if C > max_chunks:
@@ -104,10 +104,13 @@ def chunk_routes(routes: RouteSet, max_chunks: int = DEFAULT_MAX_CHUNKS, progres
         return PathSchedule(topo.n_hosts, C, tuple(out), _links(topo), topo.n_nodes, topo.spec, routes.fabric,
                             routes.algo, routes.lp_time, demand=routes.demand)
 
+    def split(C: int) -> list:              # a pair's only path takes all C chunks
+        return [np.array([C]) if len(w) == 1 else largest_remainder(w, C) for w in weights]
+
     if C is not None:                       # exactly w·C chunks on every path
-        return build(C, [largest_remainder(w, C) for w in weights]), True
+        return build(C, split(C)), True
     if routes.lp_time is None:              # a routing rule's splits, only rounded
-        return build(max_chunks, [largest_remainder(w, max_chunks) for w in weights]), False
+        return build(max_chunks, split(max_chunks)), False
     cands = {sd: [(p.weight, p.nodes) for p in plist] for sd, plist in pairs.items()}
     res, paths = path_resources(topo, routes.fabric, cands)
     shape = None
@@ -227,7 +230,9 @@ def route_schedule(topology: Topology, algo: str, fabric: Fabric | None = None, 
         from ..solve import solve
 
         t3 = time.perf_counter()
-        mcf_time = solve(topology, fabric, "mcf-decomp", demand=routes.demand).lp_time
+        if progress:
+            progress(f"link-MCF reference: an LP of {topology.n_hosts * topology.n_links:,} columns")
+        mcf_time = solve(topology, fabric, "mcf-decomp", demand=routes.demand, progress=progress).lp_time
         timings["mcf"] = time.perf_counter() - t3
     schedule = dataclasses.replace(schedule, info={**schedule.info, "mcf_time": mcf_time})
     xml = mpi_paths_to_xml(lower_mpi_paths(schedule, name))

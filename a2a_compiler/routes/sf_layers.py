@@ -34,7 +34,8 @@ import numpy as np
 from ..errors import A2AError
 from ..fabric import Fabric
 from ..topology.model import Topology
-from .layered import layered_routes
+from .layered import layered_routes, require_pair_arrays
+from .opensm import DEFAULT_VLS
 from .lft import hop_links, trace
 from .tables import ForwardingTables
 from .routers import RouterView, minimal_tables, path_catalog, router_distances, router_view
@@ -130,12 +131,14 @@ def sf_layer_tables(view: RouterView, n_layers: int, rng: np.random.Generator, p
 
 
 def sf_layers(topology: Topology, fabric: Fabric | None = None, *, layers: int = 4, seed: int = 0,
-              progress=None) -> ForwardingTables:
-    """Blach et al.'s layered routing with ``layers`` layers (LMC offsets); VLs by DFSSSP afterwards."""
+              vls: int = DEFAULT_VLS, progress=None) -> ForwardingTables:
+    """Blach et al.'s layered routing with ``layers`` layers (LMC offsets); VLs by DFSSSP afterwards, within the
+    fabric's ``vls`` data virtual lanes (:func:`~.layered.fit_lanes`)."""
     if not 1 <= layers <= 128:
         raise A2AError(f"sf-layers: --layers must be in 1..128 (InfiniBand LMC allows 2^7 addresses), got {layers}")
+    require_pair_arrays(topology, layers)
     t0 = time.perf_counter()
     view = router_view(topology)
     tables = sf_layer_tables(view, layers, np.random.default_rng(seed), progress)
     return layered_routes("sf-layers", view, tables, fabric or Fabric(),
-                          timings={"route": time.perf_counter() - t0}, info={"seed": seed}, progress=progress)
+                          timings={"route": time.perf_counter() - t0}, info={"seed": seed}, vls=vls, progress=progress)

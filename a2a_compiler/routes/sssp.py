@@ -54,7 +54,7 @@ def sssp_tables(topology: Topology, progress=None) -> tuple[np.ndarray, np.ndarr
     src, dst = topology.src[live], topology.dst[live]
     key = src * n + dst
     weight = np.full(len(live), float(nh) ** 2)
-    nxt = np.full((n, nh), -1, dtype=np.int64)
+    nxt = np.full((n, nh), -1, dtype=np.int32)
     source = (np.arange(n) < nh).astype(float)
     for d in range(nh):
         _, pred = shortest_path_tree(n, src, dst, weight, d, toward_root=True)
@@ -99,15 +99,21 @@ def dfsssp(topology: Topology, fabric: Fabric | None = None, *, opensm: bool = F
     """DFSSSP (Domke, Hoefler & Nagel 2011): the SSSP tables, each host pair's route given the virtual lane
     (an InfiniBand SL) that :func:`a2a_compiler.deadlock.dfsssp` assigns, so no lane's channel dependencies
     form a cycle.  ``info["vls"]`` is the number of lanes."""
-    from ..deadlock import assign_layers
+    from ..topology.metrics import require_table
+    from .layered import segment_lanes
     from .lft import all_pairs
+    from .routers import router_view
 
+    # per host pair: (src, dst), its segment key, sort and inverse, lane: about 48 bytes
+    require_table(topology, topology.n_hosts * (topology.n_hosts - 1), 6, "DFSSSP's per-pair arrays")
     tables = sssp(topology, fabric, opensm=opensm, progress=progress)
     t0 = time.perf_counter()
     src, dst = all_pairs(topology.n_hosts)
-    nodes, _ = tables.trace(src, dst)
-    lane = assign_layers([tuple(row[row >= 0].tolist()) for row in nodes], "dfsssp")
-    lanes = np.zeros((1, topology.n_hosts, topology.n_hosts), dtype=np.int64)
+    if progress:
+        progress(f"dfsssp: virtual lanes by DFSSSP on the switch segments of {len(src):,} routes")
+    lane_of, _, of_route = segment_lanes(tables, router_view(topology), src, dst)
+    lane = lane_of[of_route]
+    lanes = np.zeros((1, topology.n_hosts, topology.n_hosts), dtype=np.int16)
     lanes[0, src, dst] = lane
     timings = {"route": tables.timings["route"] + time.perf_counter() - t0}
     return dataclasses.replace(tables, algo="dfsssp", lanes=lanes, timings=timings,

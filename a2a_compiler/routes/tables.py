@@ -70,32 +70,37 @@ def pin_cables(topology: Topology, nxt: np.ndarray) -> np.ndarray:
     Within a port group, node ``u``'s destinations (in host order, layer by
     layer) take the group's cables round robin in port order.  Raises
     :class:`A2AError` naming the node whose next hop is not a neighbour.
+    Works through blocks of nodes (a link's entries are all in its source
+    node's rows), so its temporaries stay near :data:`BLOCK_HOPS` entries.
     """
     t = topology
     shape = nxt.shape
     flat = nxt.reshape(-1, t.n_nodes, t.n_hosts)
     out = np.full(flat.shape, -1, dtype=np.int32)
-    layer, u, d = np.nonzero(flat >= 0)
-    v = flat[layer, u, d].astype(np.int64)
     key = t.src * t.n_nodes + t.dst
-    want = u * t.n_nodes + v
-    e = np.minimum(np.searchsorted(key, want), max(len(key) - 1, 0))
-    bad = np.flatnonzero(key[e] != want) if len(key) else np.arange(len(want))
-    if len(bad):
-        i = int(bad[0])
-        raise A2AError(f"{t.spec}: {node_label(t, int(u[i]))} forwards host {t.names[d[i]]} to "
-                       f"{t.names[v[i]]}, which is not a neighbour")
-    width = t.link_cables[e]
-    if np.all(width == 1):
-        out[layer, u, d] = t.cable_ptr[e]
-        return out.reshape(shape)
-    # rank of each entry among its link's entries (entries come in (layer, u, d) order)
-    order = np.argsort(e, kind="stable")
-    first = np.searchsorted(e[order], e[order])
-    rank = np.empty(len(e), dtype=np.int64)
-    rank[order] = np.arange(len(e)) - first
-    by_port = _cables_by_port(t)
-    out[layer, u, d] = by_port[t.cable_ptr[e] + rank % width]
+    by_port = None if np.all(t.link_cables == 1) else _cables_by_port(t)
+    step = max(1, BLOCK_HOPS // max(1, flat.shape[0] * t.n_hosts))
+    for u0 in range(0, t.n_nodes, step):
+        block = flat[:, u0:u0 + step]
+        layer, u, d = np.nonzero(block >= 0)
+        v = block[layer, u, d].astype(np.int64)
+        u += u0
+        want = u * t.n_nodes + v
+        e = np.minimum(np.searchsorted(key, want), max(len(key) - 1, 0))
+        bad = np.flatnonzero(key[e] != want) if len(key) else np.arange(len(want))
+        if len(bad):
+            i = int(bad[0])
+            raise A2AError(f"{t.spec}: {node_label(t, int(u[i]))} forwards host {t.names[d[i]]} to "
+                           f"{t.names[v[i]]}, which is not a neighbour")
+        if by_port is None:
+            out[layer, u, d] = t.cable_ptr[e]
+            continue
+        # rank of each entry among its link's entries (entries come in (layer, u, d) order)
+        order = np.argsort(e, kind="stable")
+        first = np.searchsorted(e[order], e[order])
+        rank = np.empty(len(e), dtype=np.int64)
+        rank[order] = np.arange(len(e)) - first
+        out[layer, u, d] = by_port[t.cable_ptr[e] + rank % t.link_cables[e]]
     return out.reshape(shape)
 
 

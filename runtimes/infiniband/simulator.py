@@ -35,9 +35,6 @@ TOOL_TIMEOUT = 300.0
 START_TIMEOUT = 30.0
 #: The OpenSM log line naming the engine that configured the tables.
 ENGINE_LINE = re.compile(r"osm_ucast_mgr_process: (\S+) tables configured on all switches")
-#: A dump_fts switch header: the top LID and the directed-route path.
-_DR_HEAD = re.compile(r"Unicast lids \[0x[0-9a-fA-F]+-0x([0-9a-fA-F]+)\] of switch DR path slid \d+; dlid \d+; "
-                      r"([0-9,]+) guid")
 
 
 #: Our options that compute what OpenSM's engine of the same name does.
@@ -202,29 +199,18 @@ class SimulatedFabric:
         return path
 
     def installed(self) -> str:
-        """The forwarding tables the switches hold now: ``dump_fts``, plus each switch's entry for the top LID
-        read with ``smpdump`` (infiniband-diags 44 stops one LID short of LinearFDBTop, which the switch -- and
-        ibsim -- still forward), rows added in dump_fts's form."""
-        text = self.run(["dump_fts"])
+        """The forwarding tables the switches hold now (:func:`.installed.installed_tables`: ``dump_fts``, plus
+        each switch's entry for the top LID that infiniband-diags 44 leaves out), LID owners from OpenSM's
+        guid2lid file."""
+        from .installed import installed_tables     # not at import: python -m runtimes.infiniband.installed
+
         owner = {}
         for line in (self.dir / "guid2lid").read_text().splitlines():
             f = line.split()
             if len(f) == 3:
                 for lid in range(int(f[1], 0), int(f[2], 0) + 1):
                     owner[lid] = int(f[0], 0)
-        out = []
-        for section in re.split(r"(?m)^(?=Unicast lids)", text):
-            m = _DR_HEAD.match(section)
-            if m:
-                top = int(m.group(1), 16)
-                if not re.search(rf"(?m)^0x{top:04x} ", section) and top in owner:
-                    words = "".join(self.run(["smpdump", "-D", m.group(2), "0x19", str(top // 64)]).split()[:32])
-                    port = int(words[2 * (top % 64): 2 * (top % 64) + 2], 16)
-                    if port != 0xFF:
-                        head, _, rest = section.partition("\n")
-                        section = f"{head}\n0x{top:04x} {port:03d} : (portguid 0x{owner[top]:016x})\n{rest}"
-            out.append(section)
-        return "".join(out)
+        return installed_tables(self.run, owner.get)
 
 
 # --------------------------------------------------------------- the check
