@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..chunk.counts import msccl_counts
 from ..chunk.ir import LinkSchedule
 from ..errors import A2AError
 from ..formats.msccl import PROTOS, MscclGpu, MscclProgram, MscclStep, MscclThreadBlock
@@ -55,7 +56,7 @@ def lower_msccl(schedule: LinkSchedule, *, channels: int | None = None, instance
     buffers (docs/formats.md): ``T[i][j]`` chunks of rank ``i`` for rank ``j`` at
     input offset ``Σ_{k<j} T[i][k]``, landing at output offset ``Σ_{k<i} T[k][j]``,
     every row and column of ``T`` summing to ``nchunksperloop``
-    (:meth:`~a2a_compiler.demand.Demand.msccl_counts`); other matrices are refused.
+    (:func:`~a2a_compiler.chunk.counts.msccl_counts`); other matrices are refused.
     """
     t = get_target(target)
     n = schedule.n_ranks
@@ -69,7 +70,7 @@ def lower_msccl(schedule: LinkSchedule, *, channels: int | None = None, instance
     if instances < 1 or (channels is not None and channels < 1):
         raise A2AError("channels and instances must be at least 1")
     if schedule.demand is not None:
-        want = schedule.demand.msccl_counts(schedule.chunks_per_shard)   # refuses unbalanced matrices
+        want = msccl_counts(schedule.demand, schedule.chunks_per_shard)   # refuses unbalanced matrices
         if not np.array_equal(schedule.counts(), want):
             raise A2AError("this all-to-allv schedule's chunk counts do not give every rank the same buffer size; "
                            "MSCCL needs a matrix whose rows and columns all sum to the same total: use the MPI "

@@ -22,6 +22,7 @@ import os
 from dataclasses import dataclass, field, replace
 
 from ..chunk.cost import ratio
+from ..chunk.counts import msccl_counts
 from ..deadlock import find_deadlock
 from ..errors import A2AError, echo
 from ..fabric import Fabric
@@ -161,7 +162,7 @@ def _demand_layout(fmt: str, program, demand, report: "Report", trace=None):
     * MSCCL XML records no layout: a file whose plain all-to-all ``trace`` is valid is one
       (reused, as below); any other is read in the all-to-allv layout of the demand given, else
       of the one its record holds,
-      :meth:`~a2a_compiler.demand.Demand.msccl_counts` (an unbalanced matrix is an
+      :func:`~a2a_compiler.chunk.counts.msccl_counts` (an unbalanced matrix is an
       :class:`~a2a_compiler.errors.A2AError`).  The two layouts never hold the same program.
     * oneCCL-style and MPI path files of an all-to-allv record the demand's volumes: they must
       be the demand's, else a data-movement error names both hashes.
@@ -183,7 +184,7 @@ def _demand_layout(fmt: str, program, demand, report: "Report", trace=None):
             f"the file was compiled for another demand matrix (volumes sha256 {recorded[:12]}), not "
             f"{demand.source} ({demand.sha256[:12]})")
     if fmt == "msccl" and trace.errors:
-        return demand.msccl_counts(program.nchunksperloop // max(program.ngpus, 1))
+        return msccl_counts(demand, program.nchunksperloop // max(program.ngpus, 1))
     if recorded is None:
         report.reused = True
         report.warnings.append(

@@ -41,6 +41,7 @@ def layout_counts(program, nranks: int, demand=None) -> np.ndarray | None:
     other is taken in ``demand``'s (default: the one its record holds) all-to-allv layout and must move data right there
     (:func:`a2a_compiler.verify.simulate.simulate_msccl`).
     """
+    from a2a_compiler.chunk.counts import msccl_counts
     from a2a_compiler.formats import MpiPathProgram, MscclProgram
     from a2a_compiler.verify.simulate import simulate_msccl
 
@@ -52,7 +53,7 @@ def layout_counts(program, nranks: int, demand=None) -> np.ndarray | None:
         c = program.nchunksperloop // program.ngpus
         if demand is None or not simulate_msccl(program).errors:
             return np.full((nranks, nranks), c, np.int64)
-        counts = demand.msccl_counts(c)
+        counts = msccl_counts(demand, c)
         wrong = simulate_msccl(program, counts).errors
         if wrong:
             raise A2AError(f"MSCCL algo {program.name!r} moves data neither as an all-to-all nor as the all-to-allv "

@@ -25,7 +25,7 @@ from fractions import Fraction
 from typing import NamedTuple
 
 from a2a_compiler import interrupt
-from a2a_compiler.cli import MPI_EXIT_DELAY, join_mpi_init, launcher_rank
+from a2a_compiler.launcher import MPI_EXIT_DELAY, join_mpi_init, launcher_rank
 from a2a_compiler.errors import A2AError
 from a2a_compiler.vocabulary import versioned
 
