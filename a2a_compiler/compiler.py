@@ -18,7 +18,7 @@ from pathlib import Path
 
 from .chunk.cost import ratio
 from .errors import A2AError
-from .options import flag, refuse_inapplicable
+from .options import check_numbers, flag, fraction, nonnegative_int, positive_int, refuse_inapplicable
 
 #: ``emit`` -> (schedule kind, description).
 EMITS = {
@@ -142,8 +142,11 @@ def _fabric(fabric, link_bw, host_bw, forwarding, nvlink_bw=None):
             raise A2AError("give either fabric= or link_bw/host_bw/forwarding/nvlink_bw, not both")
         return fabric
 
-    def bw(value, option):
-        return value if value is None or not isinstance(value, str) else parse_bandwidth(value, option)
+    def bw(value, option):  # the command line's rule: a number and its unit (is 25e9 bits or bytes per second?)
+        if value is not None and not isinstance(value, str):
+            raise A2AError(f"{option}: give a bandwidth with its unit, e.g. '25Gbps' or '3.125GB/s', not the bare "
+                           f"number {value!r} (b is a bit, B a byte); fabric=Fabric(...) takes bytes/s")
+        return value if value is None else parse_bandwidth(value, option)
 
     return Fabric(bw(link_bw, "--link-bw"), bw(host_bw, "--host-bw"), forwarding or "host",
                   bw(nvlink_bw, "--nvlink-bw"))
@@ -258,6 +261,11 @@ MSCCL_OPTIONS = {k: ("emit", ("msccl",)) for k in ("channels", "instances", "pro
 #: Injection rate control: routed schedules (``emit="mpi"``) only.
 INJECTION_OPTIONS = {k: ("emit", ("mpi",)) for k in ("max_flows", "flow_per_chunk")}
 
+#: Numeric keywords of :func:`compile` and their ``a2a compile`` option's type.
+NUMBER_OPTIONS = {**dict.fromkeys(("max_chunks", "steps", "max_paths", "channels", "instances", "max_flows"),
+                                  positive_int),
+                  **dict.fromkeys(("remove_links", "remove_nodes", "seed", "min_bytes", "max_bytes"), nonnegative_int),
+                  "min_fidelity": fraction}
 #: Keywords of :func:`compile` that solve and chunk (refused for an already chunked schedule).
 SOLVE_OPTIONS = ("method", "fabric", "link_bw", "host_bw", "forwarding", "nvlink_bw", "remove_links", "remove_nodes",
                  "seed", "max_chunks", "min_fidelity", "steps", "paths", "max_paths", "solver", "demand")
@@ -281,9 +289,10 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
     ``emit``: ``msccl`` / ``oneccl`` (link schedule, ``method`` ``tsmcf``) or
     ``mpi`` (path schedule, ``method`` ``mcf-extp`` (default) or ``pmcf`` with
     ``paths`` = ``disjoint`` | ``shortest`` | ``ksp:K``, ``max_paths``).
-    Fabric: ``link_bw``, ``host_bw`` (``"25Gbps"`` or bytes/s), ``forwarding``
+    Fabric: ``link_bw``, ``host_bw`` (``"25Gbps"``, spelled as on the command line: a bare number is
+    refused), ``forwarding``
     (``host`` | ``nic``), ``nvlink_bw`` (NVLinks of ``nvswitch:`` topologies), or a
-    :class:`~a2a_compiler.fabric.Fabric`.  On a topology with switches a link program connects
+    :class:`~a2a_compiler.fabric.Fabric` (bytes/s).  On a topology with switches a link program connects
     hosts and the switches forward: tsMCF schedules the hosts-through-switches graph
     (:func:`~a2a_compiler.topology.switched.switch_graph`), the program is priced and verified on
     the physical links, and ``mcf_time`` is the physical topology's link MCF optimum.  Failures:
@@ -314,6 +323,7 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
     from .verify.topology_check import schedule_topology
 
     given = {k: v for k, v in locals().items() if k in SOLVE_OPTIONS and v is not None}
+    check_numbers(locals(), NUMBER_OPTIONS)
     if emit not in EMITS:
         raise A2AError(f"--emit must be one of {', '.join(EMITS)}, got {emit!r}")
     kind = EMITS[emit][0]

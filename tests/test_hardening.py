@@ -55,9 +55,9 @@ def _error(capsys, argv, code=2) -> str:
      "a2a solve: error: --link-bw: bandwidth '1e400Gbps' is outside 1 B/s .. 1e+15 B/s (1 PB/s)"),
     (["solve", "ring:4", "--link-bw", "inf"],
      "a2a solve: error: --link-bw: cannot parse 'inf'; give a number and a unit, e.g. 25Gbps or 3.125GB/s (b is a "
-     "bit, B a byte: 25Gbps = 25Gb/s = 25Gbit/s (bits), 25GBps = 25GB/s = 8 x 25Gbps (bytes); prefixes k M G T "
-     "(1000s) or Ki Mi Gi Ti (1024s))"),
-    (["solve", "ring:4", "--link-bw", "100Gbps", "--host-bw", "1Kbps"],
+     "bit, B a byte: 25Gbps = 25Gb/s = 25Gbit/s (bits), 25GBps = 25GB/s = 8 x 25Gbps (bytes); prefixes k M G T P "
+     "(1000s) or Ki Mi Gi Ti (1024s), in exactly these cases)"),
+    (["solve", "ring:4", "--link-bw", "100Gbps", "--host-bw", "1kbps"],
      "a2a solve: error: --host-bw / --link-bw = 1e-08 is outside 1e-6 .. 1e6, where the flow LPs lose precision"),
     (["topo", "ring:4", "--save", ""], "a2a topo: error: --save: the path is empty"),
     (["topo", "torus:3x3x3,"], "a2a topo: error: torus:3x3x3,: an empty parameter (a stray comma)"),

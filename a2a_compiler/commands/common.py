@@ -7,7 +7,7 @@ import json
 import sys
 
 from ..fabric import BANDWIDTH_HELP, FORWARDING_MODES, Fabric, parse_bandwidth
-from ..options import Rules, refuse_inapplicable
+from ..options import Rules, fraction, nonnegative_int, positive_int, refuse_inapplicable  # noqa: F401
 from ..progress import Progress
 from ..topology import Topology
 from ..topology.spec import from_spec
@@ -19,34 +19,6 @@ SPEC_HELP = (
 )
 
 
-def int_at_least(minimum: int):
-    """An argparse ``type`` accepting integers >= ``minimum`` with a clear message."""
-    what = {0: "a non-negative integer", 1: "a positive integer"}.get(minimum, f"an integer >= {minimum}")
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = minimum - 1
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
-        return value
-    return parse
-
-
-positive_int = int_at_least(1)
-
-
-def fraction(text: str) -> float:
-    """An argparse ``type`` for a number in (0, 1], e.g. a fidelity target."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"must be a number in (0, 1], got {text!r}")
-    return value
-nonnegative_int = int_at_least(0)
 
 
 def add_chunking_args(p: argparse.ArgumentParser) -> None:
