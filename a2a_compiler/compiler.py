@@ -18,7 +18,8 @@ from pathlib import Path
 
 from .chunk.cost import ratio
 from .errors import A2AError
-from .options import check_numbers, flag, fraction, nonnegative_int, positive_int, refuse_inapplicable
+from .options import (check_numbers, flag, fraction, nonnegative_int, positive_int, refuse_inapplicable,
+                      refuse_unseeded)
 
 #: ``emit`` -> (schedule kind, description).
 EMITS = {
@@ -315,7 +316,7 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
     ``a2a verify``.  Bad input raises :class:`~a2a_compiler.errors.A2AError`.
     """
     from .chunk import SCHEDULE_METHODS, build_schedule
-    from .fabric import apply_link_classes
+    from .fabric import apply_link_classes, check_link_classes
     from .chunk.ir import LinkSchedule, PathSchedule
     from .formats import program_to_xml
     from .lower.placement import check_store_and_forward
@@ -324,6 +325,7 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
 
     given = {k: v for k, v in locals().items() if k in SOLVE_OPTIONS and v is not None}
     check_numbers(locals(), NUMBER_OPTIONS)
+    refuse_unseeded(locals())
     if emit not in EMITS:
         raise A2AError(f"--emit must be one of {', '.join(EMITS)}, got {emit!r}")
     kind = EMITS[emit][0]
@@ -359,7 +361,9 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
         if kind == "link":
             check_store_and_forward(fab)
         solve_options = {k: v for k, v in (("paths", paths), ("max_paths", max_paths), ("solver", solver)) if v}
-        topology = apply_link_classes(_topology(source, remove_links or 0, remove_nodes or 0, seed or 0), fab)
+        topology = _topology(source, remove_links or 0, remove_nodes or 0, seed or 0)
+        check_link_classes(topology, fab)
+        topology = apply_link_classes(topology, fab)
         from .demand import as_demand
 
         demand = as_demand(demand, topology.n_hosts)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import A2AError
+from .options import flag
 from .topology.model import Topology
 
 FORWARDING_MODES = ("host", "nic")
@@ -133,10 +134,18 @@ class Fabric:
 CLASS_BANDWIDTHS = {"nvlink": "nvlink_bw"}
 
 
+def check_link_classes(topology: Topology, fabric: Fabric) -> None:
+    """Refuse a class bandwidth given for the user's topology when it has no link of that class (it would be
+    ignored, and recorded in the file)."""
+    for kind, name in CLASS_BANDWIDTHS.items():
+        if getattr(fabric, name) is not None and kind not in (topology.classes or ()):
+            raise A2AError(f"{flag(name)}: {topology.spec} has no {kind} links (only nvswitch:... topologies have them)")
+
+
 def apply_link_classes(topology: Topology, fabric: Fabric) -> Topology:
     """``topology`` with each classed link's capacity set to its class bandwidth / the link bandwidth
     (per-link-class capacities, e.g. NVLinks of ``nvswitch:...`` under ``--nvlink-bw``).  Unchanged when
-    the topology has no classed links or the fabric no class bandwidth."""
+    the fabric has no class bandwidth."""
     if not topology.classes:
         return topology
     cap = np.array(topology.capacity, dtype=float)

@@ -117,3 +117,13 @@ def check_numbers(values: dict, types: dict) -> None:
             parse(str(value))
         except argparse.ArgumentTypeError as exc:
             raise A2AError(f"{flag(key)}: {exc}") from None
+
+
+#: The failures ``--seed`` draws (:func:`a2a_compiler.topology.puncture.puncture`).
+SEEDED = ("remove_links", "remove_nodes")
+
+
+def refuse_unseeded(values: dict) -> None:
+    """A ``seed`` given without a failure to draw is refused (it would be ignored)."""
+    if values.get("seed") is not None and not any(values.get(k) for k in SEEDED):
+        raise A2AError(f"--seed applies only with {' or '.join(map(flag, SEEDED))}: it seeds the failures they draw")

@@ -110,6 +110,7 @@ def test_api_errors_name_the_option():
     ({"max_chunks": 2.5}, "--max-chunks: must be a positive integer, got '2.5'"),
     ({"min_fidelity": 1.5}, "--min-fidelity: must be a number in (0, 1], got '1.5'"),
     ({"remove_links": -1}, "--remove-links: must be a non-negative integer, got '-1'"),
+    ({"seed": 5}, "--seed applies only with --remove-links or --remove-nodes: it seeds the failures they draw"),
 ])
 def test_api_keywords_are_checked_as_the_options_are(keywords, message):
     """issue 34, item 17: the keywords are the command's options, refused in the same one line."""

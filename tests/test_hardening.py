@@ -87,6 +87,14 @@ def _error(capsys, argv, code=2) -> str:
      "a2a compile: error: -o {tmp}/./file: that is an input of this command ({tmp}/file); write the output elsewhere"),
     (["topo", "file:{tmp}/file", "--save", "{tmp}/file"],
      "a2a topo: error: --save {tmp}/file: that is an input of this command ({tmp}/file); write the output elsewhere"),
+    # issue 34, item 15: options that were silently ignored
+    (["solve", "hypercube:3", "--seed", "5"],
+     "a2a solve: error: --seed applies only with --remove-links or --remove-nodes: it seeds the failures they draw"),
+    (["compile", "hypercube:3", "--emit", "msccl", "--link-bw", "25Gbps", "--nvlink-bw", "3.6Tbps", "-o", "{tmp}/x.xml"],
+     "a2a compile: error: --nvlink-bw: hypercube:3 has no nvlink links (only nvswitch:... topologies have them)"),
+    (["verify", "{repo}/schedules/hypercube-3-tsmcf.msccl.xml", "--deadlock-free"],
+     "a2a verify: error: --deadlock-free applies to MPI path files (their routes' channel dependencies); this msccl "
+     "file's deadlock freedom is checked without it"),
 ])
 def test_one_line_and_exit_2(tmp_path, capsys, argv, message):
     (tmp_path / "deep.json").write_text('{"a":' * 100_000 + "1" + "}" * 100_000)
@@ -95,7 +103,8 @@ def test_one_line_and_exit_2(tmp_path, capsys, argv, message):
     (tmp_path / "huge.json").write_text(head + '"hosts": 1000000000, "links": []}')
     tmp = str(tmp_path)
     before = sorted(tmp_path.iterdir())
-    assert _error(capsys, [a.replace("{tmp}", tmp) for a in argv]) == message.replace("{tmp}", tmp)
+    argv = [a.replace("{tmp}", tmp).replace("{repo}", str(REPO)) for a in argv]
+    assert _error(capsys, argv) == message.replace("{tmp}", tmp)
     assert sorted(tmp_path.iterdir()) == before  # nothing written, no temporary left behind
 
 

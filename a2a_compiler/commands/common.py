@@ -7,7 +7,7 @@ import json
 import sys
 
 from ..fabric import BANDWIDTH_HELP, FORWARDING_MODES, Fabric, parse_bandwidth
-from ..options import Rules, fraction, nonnegative_int, positive_int, refuse_inapplicable  # noqa: F401
+from ..options import Rules, fraction, nonnegative_int, positive_int, refuse_inapplicable, refuse_unseeded
 from ..progress import Progress
 from ..topology import Topology
 from ..topology.spec import from_spec
@@ -103,8 +103,9 @@ def demand_from_args(args, n_hosts: int):
 
 def topology_from_args(args, link_classes: bool = True) -> Topology:
     """The topology of ``args.spec``, punctured as the options ask, its classed links (NVLink) at the
-    fabric options' bandwidths (unless ``link_classes`` is False: the caller applies its own fabric)."""
-    from ..fabric import apply_link_classes
+    fabric options' bandwidths (unless ``link_classes`` is False: the caller applies its own fabric); a class
+    bandwidth for a topology without such links is refused (:func:`~a2a_compiler.fabric.check_link_classes`)."""
+    from ..fabric import apply_link_classes, check_link_classes
 
     topo = from_spec(args.spec)
     if args.remove_links or args.remove_nodes:
@@ -112,7 +113,11 @@ def topology_from_args(args, link_classes: bool = True) -> Topology:
 
         topo = puncture(topo, remove_links=args.remove_links or 0, remove_nodes=args.remove_nodes or 0,
                         seed=args.seed or 0)
-    return apply_link_classes(topo, fabric_from_args(args)) if link_classes and hasattr(args, "link_bw") else topo
+    if not hasattr(args, "link_bw"):
+        return topo
+    fabric = fabric_from_args(args)
+    check_link_classes(topo, fabric)
+    return apply_link_classes(topo, fabric) if link_classes else topo
 
 
 def fabric_from_args(args) -> Fabric:
@@ -138,6 +143,8 @@ def check_applicable(args) -> None:
     """Refuse the inapplicable options of ``args`` (see :func:`applies_only`), then fill in their defaults."""
     rules, flags, defaults = getattr(args, "applies_only", None) or ({}, {}, {})
     refuse_inapplicable(vars(args), rules, flags, defaults)
+    if hasattr(args, "remove_links"):  # the puncturing options (add_topology_args)
+        refuse_unseeded(vars(args))
     for dest, value in defaults.items():
         if getattr(args, dest) is None:
             setattr(args, dest, value)

@@ -223,6 +223,9 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
         root = parse_xml(data, source)
         fmt = detect_format(root, source)
         program = FORMATS[fmt].from_element(root, source)
+    if deadlock_free and fmt != "mpi":
+        raise A2AError(f"--deadlock-free applies to MPI path files (their routes' channel dependencies); this {fmt} "
+                       f"file's deadlock freedom is checked without it")
     if demand is None and program.record is not None:
         demand = program.record.demand_volumes(source)
     ranks = program.ngpus if fmt == "msccl" else program.nranks
