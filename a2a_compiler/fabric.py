@@ -139,7 +139,8 @@ def check_link_classes(topology: Topology, fabric: Fabric) -> None:
     ignored, and recorded in the file)."""
     for kind, name in CLASS_BANDWIDTHS.items():
         if getattr(fabric, name) is not None and kind not in (topology.classes or ()):
-            raise A2AError(f"{flag(name)}: {topology.spec} has no {kind} links (only nvswitch:... topologies have them)")
+            raise A2AError(f"{flag(name)}: {topology.spec} has no {kind} links "
+                           f"(only nvswitch:... topologies have them)")
 
 
 def apply_link_classes(topology: Topology, fabric: Fabric) -> Topology:

@@ -90,7 +90,8 @@ def _error(capsys, argv, code=2) -> str:
     # issue 34, item 15: options that were silently ignored
     (["solve", "hypercube:3", "--seed", "5"],
      "a2a solve: error: --seed applies only with --remove-links or --remove-nodes: it seeds the failures they draw"),
-    (["compile", "hypercube:3", "--emit", "msccl", "--link-bw", "25Gbps", "--nvlink-bw", "3.6Tbps", "-o", "{tmp}/x.xml"],
+    (["compile", "hypercube:3", "--emit", "msccl", "--link-bw", "25Gbps", "--nvlink-bw", "3.6Tbps",
+      "-o", "{tmp}/x.xml"],
      "a2a compile: error: --nvlink-bw: hypercube:3 has no nvlink links (only nvswitch:... topologies have them)"),
     (["verify", "{repo}/schedules/hypercube-3-tsmcf.msccl.xml", "--deadlock-free"],
      "a2a verify: error: --deadlock-free applies to MPI path files (their routes' channel dependencies); this msccl "
