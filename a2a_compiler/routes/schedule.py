@@ -157,7 +157,9 @@ class RoutedSchedule:
     def summary(self) -> dict:
         """The ``--json`` object of ``a2a routes`` (docs/json.md)."""
         rs, sch = self.routes, self.schedule
-        per_pair = rs.paths_per_pair()
+        n = rs.topology.n_hosts   # routes the file carries per pair (at C = 1 one, whatever the paths were)
+        per_pair = np.bincount(np.fromiter((r.src * n + r.dst for r in sch.routes), np.int64, len(sch.routes)),
+                               minlength=n * n)
         return {
             "algo": rs.algo,
             "spec": rs.topology.spec,
