@@ -319,12 +319,14 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
     from .fabric import apply_link_classes, check_link_classes
     from .chunk.ir import LinkSchedule, PathSchedule
     from .formats import program_to_xml
+    from .lower import check_name
     from .lower.placement import check_store_and_forward
     from .verify import verify_bytes
     from .verify.topology_check import schedule_topology
 
     given = {k: v for k, v in locals().items() if k in SOLVE_OPTIONS and v is not None}
     check_numbers(locals(), NUMBER_OPTIONS)
+    check_name(name)
     refuse_unseeded(locals())
     if emit not in EMITS:
         raise A2AError(f"--emit must be one of {', '.join(EMITS)}, got {emit!r}")

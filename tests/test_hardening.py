@@ -96,6 +96,14 @@ def _error(capsys, argv, code=2) -> str:
     (["verify", "{repo}/schedules/hypercube-3-tsmcf.msccl.xml", "--deadlock-free"],
      "a2a verify: error: --deadlock-free applies to MPI path files (their routes' channel dependencies); this msccl "
      "file's deadlock freedom is checked without it"),
+    # issue 34, item 19: messages that misled
+    (["compile", "complete:40", "--emit", "msccl", "--channels", "2", "-q", "-o", "{tmp}/x.xml"],
+     "a2a compile: error: gpu 0 needs 39 receive thread blocks on one channel, over the executor's limit of 32; it "
+     "receives from 39 peers in one step, and every channel carries some step's peers whole, so more --channels "
+     "cannot help (degree too high for MSCCL; use --emit oneccl or mpi)"),
+    (["compile", "ring:4", "--emit", "msccl", "--name", "my algo", "-o", "{tmp}/x.xml"],
+     "a2a compile: error: --name 'my algo': a program name holds letters, digits and . _ : , = + - only (the "
+     "executors' tokenizers), e.g. 'my_algo'"),
 ])
 def test_one_line_and_exit_2(tmp_path, capsys, argv, message):
     (tmp_path / "deep.json").write_text('{"a":' * 100_000 + "1" + "}" * 100_000)

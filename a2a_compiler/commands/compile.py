@@ -98,7 +98,8 @@ def register(sub) -> None:
                         "(3-hop paths whose relays can stage the chunk in its output slot), on extra channels: "
                         "less scratch, but more steps and thread blocks (docs/formats.md)")
     add_injection_args(p)
-    p.add_argument("--name", help="algorithm name written into the file (default SPEC-METHOD)")
+    p.add_argument("--name", help="algorithm name written into the file: letters, digits and . _ : , = + - "
+                                  "(default SPEC-METHOD, other characters as _)")
     add_output_args(p, "FILE", "the XML", "docs/json.md: valid, format, spec, method, fabric, ranks, chunks_per_shard, "
                                           "program, predicted_time, lp_time, mcf_time, fidelity, mcf_ratio, "
                                           "output, ...; the same values 'a2a verify FILE --json' prints")

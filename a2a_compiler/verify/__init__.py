@@ -246,7 +246,8 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
         g_ops = [sum(len(op.ops or ()) + 1 for op in tb.ops) for g in program.gpus for tb in g.threadblocks]
         report.summary = (f"{program.nranks} gpus, {report.chunks_per_shard} chunk(s) per peer, "
                           f"{'in-place' if program.inplace else 'out-of-place'}, "
-                          f"{sum(len(g.threadblocks) for g in program.gpus)} threadblocks, {sum(g_ops)} ops "
+                          f"{max((len(g.threadblocks) for g in program.gpus), default=0)} threadblocks per gpu (max; "
+                          f"{sum(len(g.threadblocks) for g in program.gpus)} in all), {sum(g_ops)} ops "
                           f"(at most {max(g_ops, default=0)} per threadblock), protocol {program.protocol}")
         trace = _executor_trace(report, findings.sound, 3 * program.nranks ** 2 * max(report.chunks_per_shard, 1)
                                 + sum(max(g.scratch_chunks, 0) for g in program.gpus), simulate.simulate_mscclpp, program)
@@ -263,12 +264,13 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
         rules += findings.errors
         report.warnings += findings.warnings
         sound = findings.sound
-        tbs = sum(len(g.tbs) for g in program.gpus)
+        tbs = [len(g.tbs) for g in program.gpus]      # the executors' limits are per GPU
         steps = sum(len(t.steps) for g in program.gpus for t in g.tbs)
         nodes = max((msccl_rules.parser_nodes(program, g) for g in program.gpus), default=0)
         report.target, report.parser_nodes = target.name, nodes
         report.summary = (f"{program.ngpus} gpus, {report.chunks_per_shard} chunk(s) per peer, "
-                          f"{program.nchannels} channel(s), {tbs} thread blocks, {steps} steps, "
+                          f"{program.nchannels} channel(s), {max(tbs, default=0)} thread blocks per gpu (max; "
+                          f"{sum(tbs)} in all), {steps} steps, "
                           f"{nodes} parser nodes per rank (max; {target.name} target), proto {program.proto}")
         layout = None
 
