@@ -244,6 +244,44 @@ class _Programs:
         return best
 
 
+def recertify(schedule):
+    """``schedule`` after solving again the two LP times an IR records (a file's numbers are claims, and
+    ``compile --from-ir`` prints them as certified): its method's own LP on the IR's links (tsmcf at its
+    recorded steps, pmcf over its recorded candidate paths, mcf-extp's is the link MCF) and the link MCF of the
+    topology its spec names (a switched topology's physical one: what ``a2a verify`` solves for the output).
+    A time that differs from the record by more than 1e-6 raises :class:`A2AError` naming both: the IR was
+    edited, or its spec, fabric or demand changed."""
+    from .fabric import apply_link_classes
+    from .solve import solve
+    from .topology.puncture import from_recorded_spec, recorded_hosts
+    from .verify.topology_check import schedule_topology
+
+    spec = schedule.info.get("switched", schedule.spec)
+    hosts = recorded_hosts(spec)
+    if hosts is not None and hosts != schedule.n_ranks:
+        raise A2AError(f"the IR has {schedule.n_ranks} ranks but its spec {spec} has {hosts} hosts")
+    fabric, demand = schedule.fabric, schedule.demand
+    mcf = solve(apply_link_classes(from_recorded_spec(spec), fabric), fabric, "mcf-decomp", demand=demand).lp_time
+    if schedule.method == "mcf-extp":
+        lp = solve(schedule_topology(schedule), fabric, "mcf-decomp", demand=demand).lp_time
+    elif schedule.method == "tsmcf" or "solve_options" in schedule.info:
+        options = ({"steps": schedule.info["lp_steps"]} if schedule.method == "tsmcf" else
+                   schedule.info["solve_options"])
+        lp = solve(schedule_topology(schedule), fabric, schedule.method, demand=demand, **options).lp_time
+    else:
+        raise A2AError(f"the IR records no candidate paths for its {schedule.method} LP, so its LP time cannot be "
+                       f"certified; make it again with 'a2a schedule'")
+    for what, recorded, solved in (("LP time", schedule.lp_time, lp), ("link MCF time", schedule.info.get("mcf_time"),
+                                                                       mcf)):
+        if recorded is None or abs(recorded - solved) > 1e-6 * solved:
+            said = "no " + what if recorded is None else f"the {what} {recorded:.9g}"
+            raise A2AError(f"the IR records {said}, but solving it again on "
+                           f"{'its links' if what == 'LP time' else 'its spec ' + spec} and fabric gives "
+                           f"{solved:.9g}: the IR was edited or its spec, fabric or demand changed; make it again "
+                           f"with 'a2a schedule'")
+    return schedule
+
+
 def _check_msccl_size(n_hosts: int) -> None:
     """Refuse, before solving, a rank count no MSCCL XML can describe."""
     from .formats.msccl_rules import MAX_CHILDREN
@@ -345,7 +383,7 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
         if got != kind:
             raise A2AError(f"--emit {emit} needs a {kind} schedule, but this one is a {got} schedule (method "
                            f"{source.method}); use --emit {'mpi' if got == 'path' else 'msccl, mscclpp or oneccl'}")
-        schedule = source
+        schedule = recertify(source)
         programs = _Programs(emit, name, msccl, None, None)
     else:
         method = method or DEFAULT_METHOD[kind]

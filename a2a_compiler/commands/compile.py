@@ -75,7 +75,8 @@ def register(sub) -> None:
                        "verify the program and write it atomically.", EPILOG)
     p.add_argument("spec", metavar="SPEC", nargs="?", help=f"{SPEC_HELP} (omit with --from-ir)")
     p.add_argument("--from-ir", metavar="FILE.json", help="lower this schedule IR (from 'a2a schedule') "
-                                                          "instead of solving SPEC")
+                                                          "instead of solving SPEC; its LP times are solved again "
+                                                          "and an IR whose records differ is refused")
     p.add_argument("--emit", choices=sorted(EMITS), required=True,
                    help="output format: " + "; ".join(f"{k}: {v[1]}" for k, v in EMITS.items()))
     p.add_argument("--method", choices=("tsmcf", "mcf-extp", "pmcf"),
