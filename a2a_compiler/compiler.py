@@ -323,7 +323,8 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
 
     ``source`` is a topology spec (``"torus:3x3x3"``), a
     :class:`~a2a_compiler.topology.Topology`, or an already chunked schedule IR
-    (:func:`a2a_compiler.chunk.load_schedule`), which is lowered as it is.
+    (:func:`a2a_compiler.chunk.load_schedule`), which is lowered as it is once its LP times are certified
+    again (:func:`recertify`).
 
     ``emit``: ``msccl`` / ``oneccl`` (link schedule, ``method`` ``tsmcf``) or
     ``mpi`` (path schedule, ``method`` ``mcf-extp`` (default) or ``pmcf`` with

@@ -74,8 +74,8 @@ def build_schedule(
     return replace(schedule, info={**schedule.info, "mcf_time": mcf_time, **extra})
 
 
-#: pmcf's options that shape its LP (its candidate paths), recorded in the IR so :func:`~a2a_compiler.compiler.recertify`
-#: can solve it again.
+#: pmcf's options that shape its LP (its candidate paths), recorded in the IR so
+#: :func:`~a2a_compiler.compiler.recertify` can solve it again.
 PMCF_OPTIONS = ("paths", "max_paths")
 
 
