@@ -528,8 +528,8 @@ def _sweep(args, comm, a2a, sizes, header, bound, watchdog, out, demand=None):
 
 def _print_footer(out, average: dict, sizes: int, failures: int, check: str) -> None:
     if sizes:
-        print(f"# average over {sizes} size(s): algbw {average['algbw_GBps']:.3f} GB/s, busbw "
-              f"{average['busbw_GBps']:.3f} GB/s, native algbw {average['native_algbw_GBps']:.3f} GB/s, "
+        print(f"# average over {sizes} size(s): algbw {average['algbw_GBps']:.4g} GB/s, busbw "
+              f"{average['busbw_GBps']:.4g} GB/s, native algbw {average['native_algbw_GBps']:.4g} GB/s, "
               f"ratio {average['ratio_to_native']:.3f}", file=out)
     if failures:
         print(f"# {failures} size(s) FAILED the byte-exact check", file=out)
@@ -563,7 +563,7 @@ def _print_header(out, h: dict) -> None:
         print("# native: MPI_Alltoall on the same communicator; ratio = algbw / native algbw (> 1: the schedule "
               "is faster)", file=out)
     if h["throughput_bound_GBps"]:
-        print(f"# %bound = algbw / (N-1)*F*b, the link MCF bound {h['throughput_bound_GBps']:.3f} GB/s "
+        print(f"# %bound = algbw / (N-1)*F*b, the link MCF bound {h['throughput_bound_GBps']:.4g} GB/s "
               f"(F = {h['mcf_flow']:g})",
               file=out)
     cols = ["bytes", "chunk", "min(us)", "median(us)", "max(us)", "algbw(GB/s)", "busbw(GB/s)", "native(us)",
@@ -572,11 +572,12 @@ def _print_header(out, h: dict) -> None:
 
 
 def _print_row(out, r: dict, bound: bool) -> None:
+    """One size: bandwidths to 4 significant digits (the testbed's Mbit/s links give GB/s of 0.001)."""
     cells = [r["size_bytes"], "-" if r["chunk_bytes"] is None else r["chunk_bytes"], f"{r['time_min_s'] * 1e6:.1f}",
              f"{r['time_median_s'] * 1e6:.1f}",
-             f"{r['time_max_s'] * 1e6:.1f}", f"{r['algbw_GBps']:.3f}", f"{r['busbw_GBps']:.3f}",
+             f"{r['time_max_s'] * 1e6:.1f}", f"{r['algbw_GBps']:.4g}", f"{r['busbw_GBps']:.4g}",
              f"{r['native_time_median_s'] * 1e6:.1f}",
-             f"{r['native_algbw_GBps']:.3f}", f"{r['ratio_to_native']:.3f}"]
+             f"{r['native_algbw_GBps']:.4g}", f"{r['ratio_to_native']:.3f}"]
     if bound:
         cells.append(f"{100 * r['bound_fraction']:.1f}")
     cells.append("ok" if r["verified"] else ("FAILED" if r["error"] else "-"))
