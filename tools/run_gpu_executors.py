@@ -35,6 +35,8 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+#: The shipped schedule ``--quick`` prints the executor's command for.
+QUICK_FILE = "hypercube-3-tsmcf.msccl.xml"
 sys.path.insert(0, str(ROOT))
 
 
@@ -79,7 +81,7 @@ def mscclpp_command(path: Path, program, args) -> tuple[list[str], dict]:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("files", nargs="+", type=Path, help="MSCCL XML or MSCCL++ JSON plans")
+    p.add_argument("files", nargs="*", type=Path, help="MSCCL XML or MSCCL++ JSON plans")
     p.add_argument("--executor", choices=("nccl", "rccl"), default="nccl",
                    help="MSCCL executor: msccl-executor-nccl (default) or RCCL")
     p.add_argument("--alltoall-perf", default=os.environ.get("ALLTOALL_PERF", "alltoall_perf"),
@@ -89,7 +91,13 @@ def main(argv=None) -> int:
     p.add_argument("--sizes", default="1M,64M", help="smallest,largest message per rank (default 1M,64M)")
     p.add_argument("--mpirun", default="mpirun")
     p.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
+    p.add_argument("--quick", action="store_true",
+                   help=f"--dry-run on schedules/{QUICK_FILE} unless FILEs are given (tests/test_tools.py runs it)")
     args = p.parse_args(argv)
+    if args.quick:
+        args.dry_run, args.files = True, args.files or [ROOT / "schedules" / QUICK_FILE]
+    if not args.files:
+        p.error("give at least one FILE")
 
     from a2a_compiler.formats import load_program
     from a2a_compiler.verify import verify_file
