@@ -22,7 +22,7 @@ import threading
 import time
 import traceback
 from fractions import Fraction
-from typing import NamedTuple
+from typing import NamedTuple, NoReturn
 
 from a2a_compiler import interrupt
 from a2a_compiler.launcher import MPI_EXIT_DELAY, join_mpi_init, launcher_rank
@@ -404,6 +404,10 @@ def _main(args, prog: str) -> int:
     out = sys.stdout if rank == 0 else None
     with Watchdog(args.timeout, comm, prog) as watchdog:
         watchdog.watch_peers()
+        local = comm.Split_type(MPI.COMM_TYPE_SHARED)
+        local_ranks = local.size
+        release_shared_memory(local)
+        local.Free()
         try:
             agree(comm, lambda: check_applicable(args))
             sizes = agree(comm, lambda: sweep_sizes(args))
@@ -415,9 +419,6 @@ def _main(args, prog: str) -> int:
                           topology=args.topology)
             check_applicable(args, a2a.plan.format)  # same file and options on every rank: all raise or none
             link_bw, flow, warnings = comm.bcast(on_root(comm, lambda: bound_inputs(args, a2a.plan.record, demand)))
-            local = comm.Split_type(MPI.COMM_TYPE_SHARED)
-            local_ranks = local.size
-            local.Free()
             agree(comm, lambda: _check_memory(a2a, sizes[-1], local_ranks, demand))
         except A2AError as exc:
             if rank == 0:
@@ -446,20 +447,61 @@ def _main(args, prog: str) -> int:
             results, failures = _sweep(args, comm, a2a, sizes, header, bound, watchdog, out, demand)
         except A2AError as exc:  # raised on one rank mid-run: the others are blocked, abort them
             print(f"{prog}: error: {exc}", file=sys.stderr, flush=True)
-            comm.Abort(1)
+            _abort(comm, 1)
         except KeyboardInterrupt:
             raise
         except MPI.Exception as exc:  # a transport error, e.g. a peer died: name it if it was local
             watchdog.end_if_peer_died()
             print(f"{prog}: rank {rank}: MPI error: {str(exc).splitlines()[0]}", file=sys.stderr, flush=True)
-            comm.Abort(1)
+            _abort(comm, 1)
         except BaseException:  # a bug on one rank: never leave the others waiting
             traceback.print_exc()
-            sys.stderr.flush()
-            comm.Abort(1)
+            _abort(comm, 1)
         failures = comm.bcast(failures)
         a2a.free()
     return 1 if failures else 0
+
+
+def _abort(comm, status: int) -> NoReturn:
+    """MPI_Abort the job and end this process with ``status`` even when MPI_Abort returns: MPICH's does
+    when the launcher is already ending the job (a rank was killed), and the code after it must not run
+    (it raised UnboundLocalError, one run in 7)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    comm.Abort(status)
+    os._exit(status)
+
+
+#: Where MPICH keeps a machine's shared memory: the segment its ranks map is ``mpich_shm_<hex>_<n>`` here.
+MPICH_SHM = "/dev/shm/mpich_shm_"
+
+
+def release_shared_memory(local) -> list[str]:
+    """Unlink the MPICH shared-memory segments this process maps, once every rank on this machine has
+    attached them (a barrier on ``local``, the machine's communicator): the memory stays until the last
+    rank unmaps it, but no name is left behind when the job is interrupted, aborted or killed (MPICH
+    unlinks them only in MPI_Finalize; a leaked one held 8.4 MB).  Only segments this process maps are
+    touched: no other job's.  Returns the paths unlinked here (another rank may have unlinked first)."""
+    local.Barrier()
+    gone = []
+    for path in sorted(_mapped(MPICH_SHM)):
+        try:
+            os.unlink(path)
+            gone.append(path)
+        except (FileNotFoundError, PermissionError):
+            pass
+    return gone
+
+
+def _mapped(prefix: str) -> set[str]:
+    """The files under ``prefix`` this process maps (``/proc/self/maps``; none where it cannot be read)."""
+    try:
+        with open("/proc/self/maps") as fh:
+            fields = [line.split(None, 5) for line in fh]
+    except OSError:
+        return set()
+    return {f[5].rstrip("\n") for f in fields if len(f) == 6 and f[5].startswith(prefix)
+            and not f[5].rstrip("\n").endswith(" (deleted)")}
 
 
 def _demand(args, n: int):
