@@ -244,6 +244,10 @@ class _Programs:
         return best
 
 
+#: What an IR records of its method's LP, for :func:`recertify` to solve it again (mcf-extp's is the link MCF).
+RECORDED_LP = {"tsmcf": "lp_steps", "pmcf": "solve_options"}
+
+
 def recertify(schedule):
     """``schedule`` after solving again the two LP times an IR records (a file's numbers are claims, and
     ``compile --from-ir`` prints them as certified): its method's own LP on the IR's links (tsmcf at its
@@ -264,12 +268,13 @@ def recertify(schedule):
     mcf = solve(apply_link_classes(from_recorded_spec(spec), fabric), fabric, "mcf-decomp", demand=demand).lp_time
     if schedule.method == "mcf-extp":
         lp = solve(schedule_topology(schedule), fabric, "mcf-decomp", demand=demand).lp_time
-    elif schedule.method == "tsmcf" or "solve_options" in schedule.info:
-        options = ({"steps": schedule.info["lp_steps"]} if schedule.method == "tsmcf" else
-                   schedule.info["solve_options"])
+    elif RECORDED_LP[schedule.method] in schedule.info:
+        options = schedule.info[RECORDED_LP[schedule.method]]
+        options = {"steps": options} if schedule.method == "tsmcf" else options
         lp = solve(schedule_topology(schedule), fabric, schedule.method, demand=demand, **options).lp_time
     else:
-        raise A2AError(f"the IR records no candidate paths for its {schedule.method} LP, so its LP time cannot be "
+        what = "steps" if schedule.method == "tsmcf" else "candidate paths"
+        raise A2AError(f"the IR records no {what} for its {schedule.method} LP, so its LP time cannot be "
                        f"certified; make it again with 'a2a schedule'")
     for what, recorded, solved in (("LP time", schedule.lp_time, lp), ("link MCF time", schedule.info.get("mcf_time"),
                                                                        mcf)):

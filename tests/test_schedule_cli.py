@@ -79,7 +79,9 @@ def test_bad_max_chunks_is_a_usage_error(tmp_path, capsys):
                                       "complete:8 and fabric gives 1"),
     ("mcf-extp", {"info": {"mcf_time": 3.5}}, "the IR records the link MCF time 3.5, but solving it again on its "
                                               "spec hypercube:3 and fabric gives 4"),
-    ("pmcf", {"info": {"mcf_time": 4.0}}, None),   # an IR of before the candidate paths were recorded
+    # IRs that do not record what their LP needs (pmcf's candidate paths were not recorded before)
+    ("pmcf", {"info": {"mcf_time": 4.0}}, "candidate paths"),
+    ("tsmcf", {"info": {"mcf_time": 4.0}}, "steps"),
 ])
 def test_compile_from_ir_solves_its_lp_times_again(tmp_path, capsys, method, edit, message):
     """issue 34, item 6: compile --from-ir printed an edited lp_time as certified (fidelity 2.5), and the MCF of
@@ -94,6 +96,6 @@ def test_compile_from_ir_solves_its_lp_times_again(tmp_path, capsys, method, edi
     ir.write_text(json.dumps({**json.loads(ir.read_text()), **edit}))
     assert main(["compile", "--from-ir", str(ir), "--emit", emit, "-q", "-o", str(out)]) == 2
     want = (f"{message}: the IR was edited or its spec, fabric or demand changed; make it again with 'a2a schedule'"
-            if message else "the IR records no candidate paths for its pmcf LP, so its LP time cannot be certified; "
-                            "make it again with 'a2a schedule'")
+            if message.startswith("the IR") else f"the IR records no {message} for its {method} LP, so its LP time "
+                                                 f"cannot be certified; make it again with 'a2a schedule'")
     assert capsys.readouterr().err == f"a2a compile: error: {want}\n" and not out.exists()
