@@ -27,7 +27,7 @@ def test_an_abort_that_returns_still_ends_the_rank():
 
 @pytest.mark.skipif(not os.path.isdir("/dev/shm") or not os.access("/dev/shm", os.W_OK), reason="no /dev/shm")
 def test_only_the_segments_this_rank_maps_are_unlinked():
-    from runtimes.mpi.cli import MPICH_SHM, release_shared_memory
+    from a2a_compiler.launcher import MPICH_SHM, release_shared_memory
 
     class Local:
         barriers = 0
@@ -35,7 +35,7 @@ def test_only_the_segments_this_rank_maps_are_unlinked():
         def Barrier(self):
             Local.barriers += 1
 
-    ours, other = Path(f"{MPICH_SHM}a2atest{os.getpid()}_0"), Path(f"{MPICH_SHM}a2atest{os.getpid()}_1")
+    ours, other = (Path(f"{MPICH_SHM[0]}a2atest{os.getpid()}_{k}") for k in (0, 1))
     try:
         for path in (ours, other):
             path.write_bytes(b"\0" * 4096)

@@ -25,7 +25,7 @@ from fractions import Fraction
 from typing import NamedTuple, NoReturn
 
 from a2a_compiler import interrupt
-from a2a_compiler.launcher import MPI_EXIT_DELAY, join_mpi_init, launcher_rank
+from a2a_compiler.launcher import MPI_EXIT_DELAY, join_mpi_init, launcher_rank, release_shared_memory
 from a2a_compiler.errors import A2AError
 from a2a_compiler.vocabulary import versioned
 
@@ -470,38 +470,6 @@ def _abort(comm, status: int) -> NoReturn:
     sys.stderr.flush()
     comm.Abort(status)
     os._exit(status)
-
-
-#: Where MPICH keeps a machine's shared memory: the segment its ranks map is ``mpich_shm_<hex>_<n>`` here.
-MPICH_SHM = "/dev/shm/mpich_shm_"
-
-
-def release_shared_memory(local) -> list[str]:
-    """Unlink the MPICH shared-memory segments this process maps, once every rank on this machine has
-    attached them (a barrier on ``local``, the machine's communicator): the memory stays until the last
-    rank unmaps it, but no name is left behind when the job is interrupted, aborted or killed (MPICH
-    unlinks them only in MPI_Finalize; a leaked one held 8.4 MB).  Only segments this process maps are
-    touched: no other job's.  Returns the paths unlinked here (another rank may have unlinked first)."""
-    local.Barrier()
-    gone = []
-    for path in sorted(_mapped(MPICH_SHM)):
-        try:
-            os.unlink(path)
-            gone.append(path)
-        except (FileNotFoundError, PermissionError):
-            pass
-    return gone
-
-
-def _mapped(prefix: str) -> set[str]:
-    """The files under ``prefix`` this process maps (``/proc/self/maps``; none where it cannot be read)."""
-    try:
-        with open("/proc/self/maps") as fh:
-            fields = [line.split(None, 5) for line in fh]
-    except OSError:
-        return set()
-    return {f[5].rstrip("\n") for f in fields if len(f) == 6 and f[5].startswith(prefix)
-            and not f[5].rstrip("\n").endswith(" (deleted)")}
 
 
 def _demand(args, n: int):
