@@ -45,3 +45,25 @@ def test_results_slimfly3_mcf_extp(capsys):
     want = (f"| `slimfly:3,p=0` (18 routers; MCF {s['mcf_time']:.0f}) | {s['predicted_time']:.2f} "
             f"({s['predicted_time'] / s['mcf_time']:.2f}, {s['layers']} VL) |")
     assert want in _doc("docs/results.md"), want
+
+
+@pytest.mark.parametrize("forwarding", ["nic", "host"])
+def test_readme_solve_examples(capsys, forwarding):
+    from fractions import Fraction
+
+    argv = ["solve", "torus:3x3x3", "--link-bw", "25Gbps", "--host-bw", "100Gbps", "--forwarding", forwarding]
+    s = _json(capsys, argv)
+    flow = Fraction(s["concurrent_flow"]).limit_denominator(1000)
+    line = next(x for x in _doc("README.md").splitlines() if x.startswith(f"$ a2a {' '.join(argv)} --json "))
+    assert line.split("#", 1)[1] == f" F = {flow}, {s['throughput_bound_GBps']:.3f} GB/s", line
+
+
+def test_readme_more_routes_examples(capsys, tmp_path):
+    s = _json(capsys, ["routes", "bipartite:4", "--algo", "ilp-disjoint"])
+    assert s["optimal"]
+    want = f"--algo ilp-disjoint          # {s['predicted_time']:g} link-times, proved optimal; MCF {s['mcf_time']:g}"
+    assert want in _doc("README.md"), want
+    s = _json(capsys, ["routes", "torus:3x3x3", "--algo", "mcf-extp", "--deadlock", "lash-seq", "-o",
+                       str(tmp_path / "t3.xml")])
+    assert s["deadlock_free"]
+    assert f"-o t3.xml   # {s['layers']} layers, deadlock-free" in _doc("README.md")
