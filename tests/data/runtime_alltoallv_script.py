@@ -50,8 +50,9 @@ for arg in sys.argv[1:]:
     except A2AError as exc:
         errors.append(str(exc))
     try:  # rank 2 gives a negative count for rank 3: every rank says so
-        sc = matrices[2][rank] - (rank == 2) * (matrices[2][2, 3] + 1) * np.eye(N, dtype=np.int64)[3]
-        a2av(np.zeros(matrices[2][rank].sum()), sc, None, np.zeros(matrices[2][:, rank].sum()), matrices[2][:, rank], None)
+        sc, rc = matrices[2][rank], matrices[2][:, rank]
+        bad = sc - (rank == 2) * (matrices[2][2, 3] + 1) * np.eye(N, dtype=np.int64)[3]
+        a2av(np.zeros(sc.sum()), bad, None, np.zeros(rc.sum()), rc, None)
         negative = None
     except A2AError as exc:
         negative = str(exc)
