@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .chunk.cost import ratio
-from .errors import A2AError
+from .errors import A2AError, echo
 from .options import (check_numbers, flag, fraction, nonnegative_int, positive_int, refuse_inapplicable,
                       refuse_unseeded)
 
@@ -255,6 +255,7 @@ def recertify(schedule):
     topology its spec names (a switched topology's physical one: what ``a2a verify`` solves for the output).
     A time that differs from the record by more than 1e-6 raises :class:`A2AError` naming both: the IR was
     edited, or its spec, fabric or demand changed."""
+    from .chunk import PMCF_OPTIONS
     from .fabric import apply_link_classes
     from .solve import solve
     from .topology.puncture import from_recorded_spec, recorded_hosts
@@ -271,6 +272,11 @@ def recertify(schedule):
     elif RECORDED_LP[schedule.method] in schedule.info:
         options = schedule.info[RECORDED_LP[schedule.method]]
         options = {"steps": options} if schedule.method == "tsmcf" else options
+        if not isinstance(options, dict) or set(options) - {"steps", *PMCF_OPTIONS} or \
+                not isinstance(options.get("paths", ""), str):
+            raise A2AError(f"the IR's {RECORDED_LP[schedule.method]} {echo(str(options))} is not what "
+                           f"'a2a schedule' records; make it again")
+        check_numbers(options, NUMBER_OPTIONS)
         lp = solve(schedule_topology(schedule), fabric, schedule.method, demand=demand, **options).lp_time
     else:
         what = "steps" if schedule.method == "tsmcf" else "candidate paths"
