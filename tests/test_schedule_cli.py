@@ -99,3 +99,14 @@ def test_compile_from_ir_solves_its_lp_times_again(tmp_path, capsys, method, edi
             if message.startswith("the IR") else f"the IR records no {message} for its {method} LP, so its LP time "
                                                  f"cannot be certified; make it again with 'a2a schedule'")
     assert capsys.readouterr().err == f"a2a compile: error: {want}\n" and not out.exists()
+
+
+def test_compile_from_ir_checks_the_recorded_lp_options(tmp_path, capsys):
+    ir = tmp_path / "s.json"
+    assert main(["schedule", "hypercube:3", "--method", "pmcf", "-o", str(ir), "-q"]) == 0
+    capsys.readouterr()
+    s = json.loads(ir.read_text())
+    ir.write_text(json.dumps({**s, "info": {**s["info"], "solve_options": ["x"]}}))
+    assert main(["compile", "--from-ir", str(ir), "--emit", "mpi", "-q", "-o", str(tmp_path / "o.xml")]) == 2
+    assert capsys.readouterr().err == ("a2a compile: error: the IR's solve_options \"['x']\" is not what 'a2a "
+                                       "schedule' records; make it again\n")
