@@ -2,10 +2,13 @@
 
 ``a2a_compiler.compile(spec, emit="msccl", ...)`` runs the whole pipeline and
 returns a :class:`~a2a_compiler.compiler.CompileResult`; the ``a2a`` command is a
-thin layer over it.  Importing the package is cheap: stages load on first use.
+thin layer over it.  Bad input raises :class:`A2AError`.  Importing the package is cheap: stages load on
+first use.
 """
 
-__all__ = ["compile", "CompileResult", "__version__"]
+from .errors import A2AError
+
+__all__ = ["compile", "CompileResult", "A2AError", "__version__"]
 
 
 def __getattr__(name):
@@ -21,3 +24,8 @@ def __getattr__(name):
         except PackageNotFoundError:  # a source tree that was never installed
             return "0+unknown"
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    """The API (:data:`__all__`, whose members load on first use) beside what the module already holds."""
+    return sorted(set(globals()) | set(__all__))

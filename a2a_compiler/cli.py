@@ -18,6 +18,7 @@ import time
 from . import interrupt
 from .errors import A2AError
 from .files import STDOUT, check_writable
+from .launcher import MPI_EXIT_DELAY, Parser, join_mpi_init, launcher_rank, under_launcher
 
 #: Subcommand modules in pipeline order.
 COMMANDS = ["topo", "demand", "solve", "routes", "compare", "schedule", "compile", "verify", "run", "testbed", "demo"]
@@ -68,16 +69,6 @@ def command_parser(sub, name: str, help: str, description: str, epilog: str | No
                           formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
-class Parser(argparse.ArgumentParser):
-    """argparse with a usage error in one line (``--help`` shows the usage), on MPI rank 0 only (every
-    rank exits 2); subcommands' parsers are of this class too."""
-
-    def error(self, message):
-        if launcher_rank() == 0:
-            print(f"{self.prog}: error: {message} (see '{self.prog} --help')", file=sys.stderr)
-        sys.exit(2)
-
-
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The ``a2a`` parser; with ``only``, register just that subcommand.
 
@@ -113,40 +104,6 @@ def _attach_negative_values(argv: list[str]) -> list[str]:
         else:
             out.append(tok)
     return out
-
-
-#: What MPI launchers (MPICH's Hydra, Open MPI, PMIx) tell each process of its rank.
-LAUNCHER_RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")
-
-
-def launcher_rank() -> int:
-    """This process's rank as an MPI launcher told it (before MPI starts), 0 if unknown."""
-    for var in LAUNCHER_RANK_VARS:
-        if os.environ.get(var, "").isdigit():
-            return int(os.environ[var])
-    return 0
-
-
-def under_launcher() -> bool:
-    """Whether an MPI launcher started this process (it set one of :data:`LAUNCHER_RANK_VARS`)."""
-    return any(v in os.environ for v in LAUNCHER_RANK_VARS)
-
-
-#: Seconds an interrupted MPI rank waits before it exits: every rank got the signal, and a launcher that
-#: sees one rank leave first kills the others (hydra then reports status 9 and a banner).
-MPI_EXIT_DELAY = 0.3
-
-
-def join_mpi_init() -> None:
-    """An ``a2a run`` rank interrupted before MPI_Init still takes part in it (then ends): the other ranks
-    wait there for every rank (a signal cannot end them: Python runs its handler only once MPI_Init
-    returns), so a rank that left first would hang the whole job.  Further signals are ignored until then."""
-    import signal
-
-    for s in interrupt.SIGNALS:
-        signal.signal(s, signal.SIG_IGN)
-    with contextlib.suppress(Exception):
-        import mpi4py.MPI  # noqa: F401
 
 
 def main(argv: list[str] | None = None) -> int:

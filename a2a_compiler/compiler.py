@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .chunk.cost import fidelity_text, ratio
-from .errors import A2AError
-from .options import flag, refuse_inapplicable
+from .errors import A2AError, echo
+from .options import (check_numbers, flag, fraction, nonnegative_int, positive_int, refuse_inapplicable,
+                      refuse_unseeded)
 
 #: ``emit`` -> (schedule kind, description).
 EMITS = {
@@ -183,8 +184,11 @@ def _fabric(fabric, link_bw, host_bw, forwarding, nvlink_bw=None):
             raise A2AError("give either fabric= or link_bw/host_bw/forwarding/nvlink_bw, not both")
         return fabric
 
-    def bw(value, option):
-        return value if value is None or not isinstance(value, str) else parse_bandwidth(value, option)
+    def bw(value, option):  # the command line's rule: a number and its unit (is 25e9 bits or bytes per second?)
+        if value is not None and not isinstance(value, str):
+            raise A2AError(f"{option}: give a bandwidth with its unit, e.g. '25Gbps' or '3.125GB/s', not the bare "
+                           f"number {value!r} (b is a bit, B a byte); fabric=Fabric(...) takes bytes/s")
+        return value if value is None else parse_bandwidth(value, option)
 
     return Fabric(bw(link_bw, "--link-bw"), bw(host_bw, "--host-bw"), forwarding or "host",
                   bw(nvlink_bw, "--nvlink-bw"))
@@ -279,6 +283,55 @@ class _Programs:
         return best
 
 
+#: What an IR records of its method's LP, for :func:`recertify` to solve it again (mcf-extp's is the link MCF).
+RECORDED_LP = {"tsmcf": "lp_steps", "pmcf": "solve_options"}
+
+
+def recertify(schedule):
+    """``schedule`` after solving again the two LP times an IR records (a file's numbers are claims, and
+    ``compile --from-ir`` prints them as certified): its method's own LP on the IR's links (tsmcf at its
+    recorded steps, pmcf over its recorded candidate paths, mcf-extp's is the link MCF) and the link MCF of the
+    topology its spec names (a switched topology's physical one: what ``a2a verify`` solves for the output).
+    A time that differs from the record by more than 1e-6 raises :class:`A2AError` naming both: the IR was
+    edited, or its spec, fabric or demand changed."""
+    from .chunk import PMCF_OPTIONS
+    from .fabric import apply_link_classes
+    from .solve import solve
+    from .topology.puncture import from_recorded_spec, recorded_hosts
+    from .verify.topology_check import schedule_topology
+
+    spec = schedule.info.get("switched", schedule.spec)
+    hosts = recorded_hosts(spec)
+    if hosts is not None and hosts != schedule.n_ranks:
+        raise A2AError(f"the IR has {schedule.n_ranks} ranks but its spec {spec} has {hosts} hosts")
+    fabric, demand = schedule.fabric, schedule.demand
+    mcf = solve(apply_link_classes(from_recorded_spec(spec), fabric), fabric, "mcf-decomp", demand=demand).lp_time
+    if schedule.method == "mcf-extp":
+        lp = solve(schedule_topology(schedule), fabric, "mcf-decomp", demand=demand).lp_time
+    elif RECORDED_LP[schedule.method] in schedule.info:
+        options = schedule.info[RECORDED_LP[schedule.method]]
+        options = {"steps": options} if schedule.method == "tsmcf" else options
+        if not isinstance(options, dict) or set(options) - {"steps", *PMCF_OPTIONS} or \
+                not isinstance(options.get("paths", ""), str):
+            raise A2AError(f"the IR's {RECORDED_LP[schedule.method]} {echo(str(options))} is not what "
+                           f"'a2a schedule' records; make it again")
+        check_numbers(options, NUMBER_OPTIONS)
+        lp = solve(schedule_topology(schedule), fabric, schedule.method, demand=demand, **options).lp_time
+    else:
+        what = "steps" if schedule.method == "tsmcf" else "candidate paths"
+        raise A2AError(f"the IR records no {what} for its {schedule.method} LP, so its LP time cannot be "
+                       f"certified; make it again with 'a2a schedule'")
+    for what, recorded, solved in (("LP time", schedule.lp_time, lp), ("link MCF time", schedule.info.get("mcf_time"),
+                                                                       mcf)):
+        if recorded is None or abs(recorded - solved) > 1e-6 * solved:
+            said = "no " + what if recorded is None else f"the {what} {recorded:.9g}"
+            raise A2AError(f"the IR records {said}, but solving it again on "
+                           f"{'its links' if what == 'LP time' else 'its spec ' + spec} and fabric gives "
+                           f"{solved:.9g}: the IR was edited or its spec, fabric or demand changed; make it again "
+                           f"with 'a2a schedule'")
+    return schedule
+
+
 def _check_msccl_size(n_hosts: int) -> None:
     """Refuse, before solving, a rank count no MSCCL XML can describe."""
     from .formats.msccl_rules import MAX_CHILDREN
@@ -304,6 +357,11 @@ FIXED_BUFFERS = {"msccl": "MSCCL", "mscclpp": "MSCCL++"}
 #: Injection rate control: routed schedules (``emit="mpi"``) only.
 INJECTION_OPTIONS = {k: ("emit", ("mpi",)) for k in ("max_flows", "flow_per_chunk")}
 
+#: Numeric keywords of :func:`compile` and their ``a2a compile`` option's type.
+NUMBER_OPTIONS = {**dict.fromkeys(("max_chunks", "steps", "max_paths", "channels", "instances", "max_flows"),
+                                  positive_int),
+                  **dict.fromkeys(("remove_links", "remove_nodes", "seed", "min_bytes", "max_bytes"), nonnegative_int),
+                  "min_fidelity": fraction}
 #: Keywords of :func:`compile` that solve and chunk (refused for an already chunked schedule).
 SOLVE_OPTIONS = ("method", "fabric", "link_bw", "host_bw", "forwarding", "nvlink_bw", "remove_links", "remove_nodes",
                  "among", "remove_cables",
@@ -325,14 +383,16 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
 
     ``source`` is a topology spec (``"torus:3x3x3"``), a
     :class:`~a2a_compiler.topology.Topology`, or an already chunked schedule IR
-    (:func:`a2a_compiler.chunk.load_schedule`), which is lowered as it is.
+    (:func:`a2a_compiler.chunk.load_schedule`), which is lowered as it is once its LP times are certified
+    again (:func:`recertify`).
 
     ``emit``: ``msccl`` / ``oneccl`` (link schedule, ``method`` ``tsmcf``) or
     ``mpi`` (path schedule, ``method`` ``mcf-extp`` (default) or ``pmcf`` with
     ``paths`` = ``disjoint`` | ``shortest`` | ``ksp:K``, ``max_paths``).
-    Fabric: ``link_bw``, ``host_bw`` (``"25Gbps"`` or bytes/s), ``forwarding``
+    Fabric: ``link_bw``, ``host_bw`` (``"25Gbps"``, spelled as on the command line: a bare number is
+    refused), ``forwarding``
     (``host`` | ``nic``), ``nvlink_bw`` (NVLinks of ``nvswitch:`` topologies), or a
-    :class:`~a2a_compiler.fabric.Fabric`.  On a topology with switches a link program connects
+    :class:`~a2a_compiler.fabric.Fabric` (bytes/s).  On a topology with switches a link program connects
     hosts and the switches forward: tsMCF schedules the hosts-through-switches graph
     (:func:`~a2a_compiler.topology.switched.switch_graph`), the program is priced and verified on
     the physical links, and ``mcf_time`` is the physical topology's link MCF optimum.  Failures:
@@ -359,14 +419,18 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
     ``min_fidelity`` one below it is refused.  Bad input raises :class:`~a2a_compiler.errors.A2AError`.
     """
     from .chunk import SCHEDULE_METHODS, build_schedule
-    from .fabric import apply_link_classes
+    from .fabric import apply_link_classes, check_link_classes
     from .chunk.ir import LinkSchedule, PathSchedule
     from .formats import program_to_xml
+    from .lower import check_name
     from .lower.placement import check_store_and_forward
     from .verify import verify_bytes
     from .verify.topology_check import schedule_topology
 
     given = {k: v for k, v in locals().items() if k in SOLVE_OPTIONS and v is not None}
+    check_numbers(locals(), NUMBER_OPTIONS)
+    check_name(name)
+    refuse_unseeded(locals())
     if emit not in EMITS:
         raise A2AError(f"--emit must be one of {', '.join(EMITS)}, got {emit!r}")
     kind = EMITS[emit][0]
@@ -389,8 +453,8 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
         if got != kind:
             raise A2AError(f"--emit {emit} needs a {kind} schedule, but this one is a {got} schedule (method "
                            f"{source.method}); use --emit {'mpi' if got == 'path' else 'msccl, mscclpp or oneccl'}")
-        schedule = source
-        _check_fixed_buffers(schedule.demand, emit)
+        _check_fixed_buffers(source.demand, emit)
+        schedule = recertify(source)
         programs = _Programs(emit, name, msccl, None, None)
     else:
         method = method or DEFAULT_METHOD[kind]
@@ -408,8 +472,10 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
         if kind == "link":
             check_store_and_forward(fab)
         solve_options = {k: v for k, v in (("paths", paths), ("max_paths", max_paths), ("solver", solver)) if v}
-        topology = apply_link_classes(_topology(source, remove_links=remove_links, remove_nodes=remove_nodes, seed=seed,
-                                                among=among, cables=remove_cables), fab)
+        topology = _topology(source, remove_links=remove_links, remove_nodes=remove_nodes, seed=seed, among=among,
+                             cables=remove_cables)
+        check_link_classes(topology, fab)
+        topology = apply_link_classes(topology, fab)
         from .demand import as_demand
 
         demand = as_demand(demand, topology.n_hosts)

@@ -17,10 +17,11 @@ entries tie exactly.  A uniform matrix has volumes exactly 1 and is treated as
 no demand at all (``D = 1`` outputs are those of the plain all-to-all).
 
 **Files** (:func:`read_demand`): CSV (``N`` lines of ``N`` comma-separated
-numbers; ``#`` comments and blank lines skipped) or NumPy ``.npy`` (a 2-D numeric
+decimal numbers, :data:`NUMBER`; ``#`` comments and blank lines skipped) or NumPy ``.npy`` (a 2-D numeric
 array).  Every problem is one :class:`~a2a_compiler.errors.A2AError` line: an
 unreadable file, a non-numeric cell, a ragged or non-square matrix, the wrong
-size for the topology, a negative, NaN or infinite entry, an all-zero matrix,
+size for the topology, a negative, NaN or infinite entry off the diagonal (the diagonal, local, is
+ignored whatever it holds), an all-zero matrix,
 entries spanning more than :data:`DYNAMIC_RANGE` (the LPs would lose them).
 
 **Generators** (what users have at hand):
@@ -34,7 +35,7 @@ entries spanning more than :data:`DYNAMIC_RANGE` (the LPs would lose them).
   dump: a ``.npy`` integer array of shape ``(N, T, k)`` (or ``(N, T)`` for top-1),
   entry ``[s, t, j]`` the ``j``-th expert id chosen for token ``t`` of rank ``s``;
   ``E`` experts are placed contiguously, ``E/N`` per rank (expert ``e`` on rank
-  ``e // (E/N)``).
+  ``e // (E/N)``); a token's top-k experts must be distinct.
 
 Both return integer token counts (the diagonal holds the tokens a rank keeps).
 """
@@ -44,6 +45,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -88,6 +90,7 @@ class Demand:
         if size < 2 or size > MAX_RANKS:
             raise A2AError(f"{source}: a demand matrix needs 2 .. {MAX_RANKS} ranks, got {size}")
         a = a.astype(float)
+        a[np.arange(size), np.arange(size)] = 0.0          # local: ignored, whatever it holds
         bad = np.argwhere(~np.isfinite(a))
         if len(bad):
             i, j = map(int, bad[0])
@@ -96,7 +99,6 @@ class Demand:
         if len(neg):
             i, j = map(int, neg[0])
             raise A2AError(f"{source}: entry ({i}, {j}) is negative ({a[i, j]:g}); demands are volumes >= 0")
-        a[np.arange(size), np.arange(size)] = 0.0          # local: ignored
         try:
             total = math.fsum(a.ravel().tolist())
         except OverflowError:  # finite entries whose sum is not
@@ -110,7 +112,11 @@ class Demand:
             i, j = map(int, np.argwhere(a == pos.min())[0])
             raise A2AError(f"{source}: entry ({i}, {j}) = {pos.min():g} is below 1e-9 of the largest "
                            f"({pos.max():g}); the flow LPs cannot resolve it (make it 0 or larger)")
-        volumes = snap(a * (size * (size - 1) / total))
+        scaled = a
+        if not math.isfinite(size * (size - 1) / total):   # subnormal entries: scale by the largest first
+            scaled = a / pos.max()
+            total = math.fsum(scaled.ravel().tolist())
+        volumes = snap(scaled * (size * (size - 1) / total))
         volumes[np.arange(size), np.arange(size)] = 0.0
         a.setflags(write=False)
         volumes.setflags(write=False)
@@ -197,22 +203,6 @@ class Demand:
             return str(int(v)) if v == int(v) and abs(v) < 2**53 else repr(float(v))
         return "".join(",".join(cell(v) for v in row) + "\n" for row in self.matrix.tolist())
 
-    # -------------------------------------------------------- chunk counts
-    def chunk_counts(self, per_unit: float, balanced_total: int | None = None) -> np.ndarray:
-        """Integer chunks per pair ``T ≈ per_unit · volumes``, at least 1 wherever a volume is positive.
-
-        Without ``balanced_total`` each entry is rounded up: chunks of ``1/per_unit`` then carry
-        every pair.  ``balanced_total``: every row and column of ``T`` must sum to it (MSCCL's
-        fixed-size buffers; :meth:`balanced` matrices only): a controlled rounding, each entry
-        the floor or the ceiling of ``per_unit·D`` (Bacharach 1966), chosen by an LP whose
-        optimal vertex is integral (a transportation polytope) and canonical; exact where
-        ``per_unit·D`` is integral; :class:`A2AError` if no such rounding exists.
-        """
-        x = snap(self.volumes * per_unit)
-        if balanced_total is None:
-            return np.ceil(x).astype(np.int64)
-        return _controlled_rounding(x, np.floor(x), x > 0, int(balanced_total), self.source)
-
     def require_balanced(self, fmt: str = "MSCCL") -> None:
         """Refuse (one line naming the alternatives) a matrix the fixed-size buffers of ``fmt`` (MSCCL,
         MSCCL++) cannot hold."""
@@ -225,48 +215,6 @@ class Demand:
             raise A2AError(f"{self.source}: {fmt}'s fixed-size buffers need every rank to send and receive the "
                            f"same total, and this matrix's rows and columns differ; use the MPI path format "
                            f"(--emit mpi) or oneCCL-style XML (--emit oneccl)")
-
-    def msccl_counts(self, chunks_per_peer: int) -> np.ndarray:
-        """The chunk counts ``T`` of an MSCCL all-to-allv with ``chunks_per_peer = nchunksperloop / N``:
-        every row and column sums to ``nchunksperloop`` (the fixed-size buffers), ``T ≈ D·N·c/(N-1)``
-        (:meth:`chunk_counts`; exact when that is integral).  The compiler lays the buffers out by it and
-        the verifier and runtime recompute it from the demand and the file's ``nchunksperloop``."""
-        self.require_balanced()
-        n = self.n
-        return self.chunk_counts(n * chunks_per_peer / (n - 1), n * chunks_per_peer)
-
-
-def _controlled_rounding(x: np.ndarray, lo: np.ndarray, pos: np.ndarray, total: int, source: str) -> np.ndarray:
-    """``T = floor(x) + y``, ``y`` 0/1, rows and columns summing to ``total``, ``T >= 1`` where ``x > 0``,
-    minimising ``Σ|T - x|`` (``Σ (1 - 2·frac(x))·y``); the LP's vertices are integral."""
-    import scipy.sparse as sp
-
-    from .solve.lp import solve_lp
-
-    n = len(x)
-    frac = x - lo
-    up = (frac > 0) | (pos & (lo == 0))          # entries that may (or must) round up
-    need = pos & (lo == 0)                        # positive entries below 1 chunk: must round up
-    idx = np.flatnonzero(up.ravel())
-    i, j = np.divmod(idx, n)
-    A = sp.csc_array((np.ones(2 * len(idx)), (np.concatenate([i, n + j]), np.tile(np.arange(len(idx)), 2))),
-                     shape=(2 * n, len(idx)))
-    rhs = np.concatenate([total - lo.sum(axis=1), total - lo.sum(axis=0)])
-    fail = A2AError(f"{source}: no whole-chunk matrix with every row and column summing to {total} chunks "
-                    f"keeps the demand's proportions; try other chunk counts")
-    if not len(idx):                              # exact: nothing to round
-        if np.any(rhs != 0):
-            raise fail
-        return lo.astype(np.int64)
-    cost = 1.0 - 2.0 * frac.ravel()[idx]
-    try:
-        res = solve_lp(cost, A, rhs, rhs, need.ravel()[idx].astype(float), 1.0, solver="simplex",
-                       label="chunk counts")
-    except A2AError:
-        raise fail from None
-    t = lo.copy().ravel()
-    t[idx] += np.rint(res.x)
-    return t.reshape(n, n).astype(np.int64)
 
 
 # ------------------------------------------------------------------ files
@@ -313,11 +261,10 @@ def _parse_csv(data: bytes, source: str) -> np.ndarray:
         cells = [c.strip() for c in line.split(",")]
         if len(cells) > MAX_RANKS:
             raise A2AError(f"{source}: line {lineno} has {len(cells)} entries, more than {MAX_RANKS} ranks")
-        try:
-            row = [float(c) for c in cells]
-        except ValueError:
-            bad = next(c for c in cells if not _is_number(c))
+        bad = next((c for c in cells if not _is_number(c)), None)
+        if bad is not None:
             raise A2AError(f"{source}: line {lineno}: {bad!r} is not a number") from None
+        row = [float(c) for c in cells]
         if width is not None and len(row) != width:
             raise A2AError(f"{source}: line {lineno} has {len(row)} entr{'y' if len(row) == 1 else 'ies'}, the "
                            f"first row {width}; the demand matrix must be N x N")
@@ -330,12 +277,12 @@ def _parse_csv(data: bytes, source: str) -> np.ndarray:
     return np.array(rows, dtype=float)
 
 
+#: A CSV cell: a decimal number as CSV writers spell it (Python's float() also takes ``3_78``, read as 378).
+NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?|[-+]?(nan|inf|infinity)", re.IGNORECASE)
+
+
 def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
+    return NUMBER.fullmatch(text) is not None
 
 
 def as_demand(value, n: int | None = None) -> Demand | None:
@@ -451,6 +398,12 @@ def router_demand(path, experts: int | None = None, n: int | None = None) -> Dem
         raise A2AError(f"{source}: {E} experts cannot be spread evenly over {ranks} ranks (need a multiple)")
     if top >= E:
         raise A2AError(f"{source}: expert id {top} is outside 0 .. {E - 1} ({E} experts)")
+    ordered = np.sort(ids, axis=2)
+    twice = np.argwhere(ordered[:, :, 1:] == ordered[:, :, :-1])
+    if len(twice):
+        s, t, j = map(int, twice[0])
+        raise A2AError(f"{source}: token {t} of rank {s} chose expert {int(ordered[s, t, j])} twice; a router's "
+                       f"top-k experts of a token are distinct")
     owner = ids.astype(np.int64) // (E // ranks)
     matrix = np.zeros((ranks, ranks), dtype=np.int64)
     np.add.at(matrix, (np.broadcast_to(np.arange(ranks)[:, None, None], owner.shape).ravel(), owner.ravel()), 1)

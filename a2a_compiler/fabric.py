@@ -23,17 +23,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import A2AError
+from .options import flag
 from .topology.model import Topology
 
 FORWARDING_MODES = ("host", "nic")
 
-#: Decimal and binary prefixes of :func:`parse_bandwidth` (case-insensitive letter).
-PREFIXES = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12,
-            "ki": 2.0**10, "mi": 2.0**20, "gi": 2.0**30, "ti": 2.0**40}
+#: Decimal (SI) and binary (IEC) prefixes of :func:`parse_bandwidth`, spelled exactly so: ``m`` is milli and
+#: ``K`` no prefix at all.
+PREFIXES = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15,
+            "Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40}
 #: Bandwidth units: a lower-case ``b`` is a bit, an upper-case ``B`` a byte (bytes per unit).
 BANDWIDTH_UNITS = {"bps": 1 / 8, "b/s": 1 / 8, "bit/s": 1 / 8, "Bps": 1.0, "B/s": 1.0}
 BANDWIDTH_HELP = ("b is a bit, B a byte: 25Gbps = 25Gb/s = 25Gbit/s (bits), 25GBps = 25GB/s = 8 x 25Gbps "
-                  "(bytes); prefixes k M G T (1000s) or Ki Mi Gi Ti (1024s)")
+                  "(bytes); prefixes k M G T P (1000s) or Ki Mi Gi Ti (1024s), in exactly these cases")
 
 
 def parse_bandwidth(text: str, option: str = "bandwidth") -> float:
@@ -41,21 +43,21 @@ def parse_bandwidth(text: str, option: str = "bandwidth") -> float:
 
     A lower-case ``b`` is a bit and an upper-case ``B`` a byte, in every spelling
     (``bps``, ``b/s``, ``bit/s`` vs ``Bps``, ``B/s``), so ``25GBps`` is 8 x ``25Gbps``
-    (the convention of the ``_GBps`` JSON keys, docs/json.md).  Prefixes ``k M G T``
-    are decimal, ``Ki Mi Gi Ti`` binary (their letter in either case).  Anything
-    else -- a bare number, ``MBPS``, ``Gbytes`` -- is refused naming the spellings.
+    (the convention of the ``_GBps`` JSON keys, docs/json.md).  Prefixes ``k M G T P``
+    are decimal, ``Ki Mi Gi Ti`` binary, in exactly these cases (:data:`PREFIXES`).  Anything
+    else -- a bare number, ``MBPS``, ``Gbytes``, ``25mbps``, ``25gBps`` -- is refused naming the spellings.
     """
     m = re.fullmatch(r"\s*([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([A-Za-z/]+)\s*", str(text))
     if not m:
         raise A2AError(f"{option}: cannot parse {text!r}; give a number and a unit, e.g. 25Gbps or 3.125GB/s "
                        f"({BANDWIDTH_HELP})")
     value, unit = float(m.group(1)), m.group(2)
-    u = re.fullmatch(r"([kKmMgGtT]i?)?(bps|b/s|bit/s|Bps|B/s)", unit)
+    u = re.fullmatch(r"(k|[MGTP]|[KMGT]i)?(bps|b/s|bit/s|Bps|B/s)", unit)
     if not u:
         raise A2AError(f"{option}: unknown unit {unit!r}; {BANDWIDTH_HELP}")
     if not value > 0:
         raise A2AError(f"{option}: bandwidth must be positive, got {text!r}")
-    return check_bandwidth(value * PREFIXES[(u.group(1) or "").lower()] * BANDWIDTH_UNITS[u.group(2)], option, text)
+    return check_bandwidth(value * PREFIXES[u.group(1) or ""] * BANDWIDTH_UNITS[u.group(2)], option, text)
 
 
 #: Bandwidths outside this range (bytes/s) are refused: 1 B/s to 1 PB/s.
@@ -132,10 +134,19 @@ class Fabric:
 CLASS_BANDWIDTHS = {"nvlink": "nvlink_bw"}
 
 
+def check_link_classes(topology: Topology, fabric: Fabric) -> None:
+    """Refuse a class bandwidth given for the user's topology when it has no link of that class (it would be
+    ignored, and recorded in the file)."""
+    for kind, name in CLASS_BANDWIDTHS.items():
+        if getattr(fabric, name) is not None and kind not in (topology.classes or ()):
+            raise A2AError(f"{flag(name)}: {topology.spec} has no {kind} links "
+                           f"(only nvswitch:... topologies have them)")
+
+
 def apply_link_classes(topology: Topology, fabric: Fabric) -> Topology:
     """``topology`` with each classed link's capacity set to its class bandwidth / the link bandwidth
     (per-link-class capacities, e.g. NVLinks of ``nvswitch:...`` under ``--nvlink-bw``).  Unchanged when
-    the topology has no classed links or the fabric no class bandwidth."""
+    the fabric has no class bandwidth."""
     if not topology.classes:
         return topology
     cap = np.array(topology.capacity, dtype=float)

@@ -13,6 +13,9 @@ use the same check.
 
 from __future__ import annotations
 
+import argparse
+import numbers
+
 from .errors import A2AError
 
 #: dest -> (governing dest, the values of the governing option it applies to)
@@ -67,3 +70,60 @@ def refuse_inapplicable(values: dict, rules: Rules, flags: dict[str, str] | None
     govs = dict.fromkeys(context(gov, allowed) for _, gov, allowed in bad)
     why = "; ".join(f"{name[d]}: {_why(name[gov], allowed)}" for d, gov, allowed in bad)
     raise A2AError(f"{which} do not apply {' and '.join(govs)} ({why})")
+
+
+# ------------------------------------------------------------- numbers
+def int_at_least(minimum: int):
+    """An argparse ``type`` accepting integers >= ``minimum`` with a clear message."""
+    what = {0: "a non-negative integer", 1: "a positive integer"}.get(minimum, f"an integer >= {minimum}")
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = minimum - 1
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
+        return value
+    return parse
+
+
+def fraction(text: str) -> float:
+    """An argparse ``type`` for a number in (0, 1], e.g. a fidelity target."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1], got {text!r}")
+    return value
+
+
+positive_int = int_at_least(1)
+nonnegative_int = int_at_least(0)
+
+
+def check_numbers(values: dict, types: dict) -> None:
+    """The library's keywords checked as the command line checks its options: ``types`` maps a keyword to
+    its option's argparse ``type`` (:func:`int_at_least`, :func:`fraction`); a value that is not a number
+    (``max_chunks="four"``), or one the option refuses, is one :class:`A2AError` naming the flag."""
+    for key, parse in types.items():
+        value = values.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise A2AError(f"{flag(key)}: must be a number, got {value!r}")
+        try:
+            parse(str(value))
+        except argparse.ArgumentTypeError as exc:
+            raise A2AError(f"{flag(key)}: {exc}") from None
+
+
+#: The failures ``--seed`` draws (:func:`a2a_compiler.topology.puncture.puncture`).
+SEEDED = ("remove_links", "remove_nodes")
+
+
+def refuse_unseeded(values: dict) -> None:
+    """A ``seed`` given without a failure to draw is refused (it would be ignored)."""
+    if values.get("seed") is not None and not any(values.get(k) for k in SEEDED):
+        raise A2AError(f"--seed applies only with {' or '.join(map(flag, SEEDED))}: it seeds the failures they draw")

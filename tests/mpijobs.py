@@ -108,8 +108,8 @@ def uts_namespaces_missing() -> str | None:
     return None if p.returncode == 0 else f"unshare --uts failed: {p.stderr.strip()}"
 
 
-def kill_rank(job: subprocess.Popen, rank: int) -> int:
-    """SIGKILL the process of launcher rank ``rank`` among ``job``'s descendants; returns its pid."""
+def ranks(job: subprocess.Popen) -> dict[int, int]:
+    """Launcher rank -> pid of ``job``'s descendant processes that are MPI ranks."""
     def parent(pid: int) -> int:
         with open(f"/proc/{pid}/stat") as fh:
             return int(fh.read().rsplit(")", 1)[1].split()[1])
@@ -121,12 +121,35 @@ def kill_rank(job: subprocess.Popen, rank: int) -> int:
                 return True
         return False
 
+    found = {}
     for entry in os.listdir("/proc"):
         try:
             env = dict(x.split("=", 1) for x in Path(f"/proc/{entry}/environ").read_text().split("\0") if "=" in x)
-            if env.get("PMI_RANK", env.get("OMPI_COMM_WORLD_RANK")) == str(rank) and descends(int(entry)):
-                os.kill(int(entry), 9)
-                return int(entry)
+            rank = env.get("PMI_RANK", env.get("OMPI_COMM_WORLD_RANK"))
+            if rank is not None and descends(int(entry)):
+                found[int(rank)] = int(entry)
         except (OSError, ValueError):  # not a process, or gone meanwhile
             continue
-    raise AssertionError(f"no process of rank {rank} under pid {job.pid}")
+    return found
+
+
+def kill_rank(job: subprocess.Popen, rank: int) -> int:
+    """SIGKILL the process of launcher rank ``rank`` among ``job``'s descendants; returns its pid."""
+    pid = ranks(job).get(rank)
+    if pid is None:
+        raise AssertionError(f"no process of rank {rank} under pid {job.pid}")
+    os.kill(pid, 9)
+    return pid
+
+
+def shm_segments(job: subprocess.Popen, prefix: str = "/dev/shm/mpich_shm_") -> set[str]:
+    """The shared-memory files under ``prefix`` that ``job``'s ranks map (their names, unlinked or not)."""
+    names = set()
+    for pid in ranks(job).values():
+        try:
+            lines = Path(f"/proc/{pid}/maps").read_text().splitlines()
+        except OSError:
+            continue
+        names |= {x.split(None, 5)[5].removesuffix(" (deleted)") for x in lines
+                  if len(x.split(None, 5)) == 6 and x.split(None, 5)[5].startswith(prefix)}
+    return names

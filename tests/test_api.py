@@ -98,6 +98,34 @@ def test_api_errors_name_the_option():
     assert a2a_compiler.compile(schedule, "oneccl").report.valid  # an IR lowers to either link format
 
 
+@pytest.mark.parametrize("keywords, message", [
+    ({"link_bw": 25e9}, "--link-bw: give a bandwidth with its unit, e.g. '25Gbps' or '3.125GB/s', not the bare number "
+                        "25000000000.0 (b is a bit, B a byte); fabric=Fabric(...) takes bytes/s"),
+    ({"link_bw": "25Gbps", "host_bw": 100}, "--host-bw: give a bandwidth with its unit, e.g. '25Gbps' or '3.125GB/s', "
+                                            "not the bare number 100 (b is a bit, B a byte); fabric=Fabric(...) takes "
+                                            "bytes/s"),
+    ({"max_chunks": "four"}, "--max-chunks: must be a number, got 'four'"),
+    ({"max_chunks": True}, "--max-chunks: must be a number, got True"),
+    ({"max_chunks": 0}, "--max-chunks: must be a positive integer, got '0'"),
+    ({"max_chunks": 2.5}, "--max-chunks: must be a positive integer, got '2.5'"),
+    ({"min_fidelity": 1.5}, "--min-fidelity: must be a number in (0, 1], got '1.5'"),
+    ({"remove_links": -1}, "--remove-links: must be a non-negative integer, got '-1'"),
+    ({"seed": 5}, "--seed applies only with --remove-links or --remove-nodes: it seeds the failures they draw"),
+])
+def test_api_keywords_are_checked_as_the_options_are(keywords, message):
+    """issue 34, item 17: the keywords are the command's options, refused in the same one line."""
+    with pytest.raises(A2AError) as exc:
+        a2a_compiler.compile("ring:4", "msccl", **keywords)
+    assert str(exc.value) == message
+
+
+def test_package_lists_its_api():
+    from a2a_compiler import A2AError as exported
+
+    assert exported is A2AError
+    assert {"compile", "CompileResult", "A2AError", "__version__"} <= set(dir(a2a_compiler))
+
+
 def test_version_and_per_command_usage():
     p = subprocess.run([sys.executable, "-m", "a2a_compiler", "--version"], capture_output=True, text=True)
     assert p.returncode == 0 and p.stdout == f"a2a-compiler {a2a_compiler.__version__}\n"

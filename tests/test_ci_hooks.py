@@ -84,5 +84,6 @@ def test_the_suites_time_and_budget_are_stated():
     readme = (ROOT / "README.md").read_text()
     said = re.search(r"It takes a while: ([0-9.]+) minutes on the 2-core development machine.*?under \*\*([0-9]+) "
                      r"minutes\*\*", readme, re.S)
-    assert said and float(said.group(1)) < int(said.group(2)) == 20    command = "pip install '.[test]' && python -m pytest -q"
+    assert said and float(said.group(1)) < int(said.group(2)) == 20
+    command = "pip install '.[test]' && python -m pytest -q"
     assert f"```bash\n{command}\n```" in readme and f"  {command}\n" in (ROOT / ".ci" / "run").read_text()

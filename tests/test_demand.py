@@ -1,16 +1,16 @@
 """All-to-allv demand matrices: reading and validation, generators, and the flow solvers with demands."""
 
+import json
 import math
 
-import networkx as nx
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
+from a2a_compiler.chunk.cost import flow_time
 from a2a_compiler.cli import main
 from a2a_compiler.demand import Demand, as_demand, read_demand, router_demand, zipf_demand
-from a2a_compiler.errors import A2AError
 from a2a_compiler.fabric import Fabric
 from a2a_compiler.solve import solve
 from a2a_compiler.topology.spec import from_spec
@@ -25,6 +25,7 @@ BAD = [
     ("inf.csv", "0,1,inf\n1,0,1\n1,1,0\n", "entry (0, 2) is inf; demands must be finite numbers"),
     ("zero.csv", "5,0,0\n0,7,0\n0,0,1\n", "every off-diagonal entry is zero; there is nothing to send"),
     ("text.csv", "0,a,2\n1,0,1\n1,1,0\n", "line 1: 'a' is not a number"),
+    ("underscore.csv", "0,3_78,2\n1,0,1\n1,1,0\n", "line 1: '3_78' is not a number"),   # float() read 378
     ("empty.csv", "# nothing\n\n", "no numbers in the file; a demand matrix is N lines of N comma-separated numbers"),
     ("size.csv", "0,1\n1,0\n", "the demand matrix is 2 x 2, but there are 3 hosts; it must be 3 x 3"),
     ("huge.csv", "0,1e308,1e308\n1e308,0,1e308\n1e308,1e308,0\n", "the entries sum to inf; scale the matrix down"),
@@ -67,6 +68,22 @@ def test_csv_and_npy_read_alike_and_canonicalise(tmp_path):
     assert a.to_csv() == "0,1,2\n3,0,4\n5,6,0\n"
 
 
+def test_the_diagonal_is_ignored_and_subnormal_entries_scale(tmp_path, capsys):
+    """issue 34, item 18: a NaN or negative diagonal is ignored as documented; subnormal entries gave inf."""
+    d = read_demand(_write(tmp_path / "diag.csv", "nan,1,2\n1,-4,1\n1,1,inf\n"), 3)
+    assert d.matrix.tolist() == [[0, 1, 2], [1, 0, 1], [1, 1, 0]]
+    tiny = read_demand(_write(tmp_path / "tiny.csv", "0,5e-324,0\n0,0,5e-324\n0,0,0\n"), 3)
+    assert tiny.volumes.tolist() == [[0, 3, 0], [0, 0, 3], [0, 0, 0]]
+    assert main(["demand", "show", str(tmp_path / "tiny.csv"), "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert err == "" and json.loads(out)["max"] == 3.0
+
+
+def _write(path, text):
+    path.write_text(text)
+    return path
+
+
 def test_zipf_generator_is_seeded_and_skewed():
     d = zipf_demand(8, 1.0, seed=1)
     again = zipf_demand(8, 1.0, seed=1)
@@ -80,13 +97,17 @@ def test_zipf_generator_is_seeded_and_skewed():
 
 
 def test_router_dump(tmp_path, capsys):
-    ids = np.array([[[0, 1], [2, 3]], [[0, 0], [3, 2]]])          # 2 ranks, 2 tokens, top-2; experts 0,1 | 2,3
+    ids = np.array([[[0, 1], [2, 3]], [[1, 0], [3, 2]]])          # 2 ranks, 2 tokens, top-2; experts 0,1 | 2,3
     np.save(tmp_path / "r.npy", ids)
     d = router_demand(tmp_path / "r.npy", experts=4)
     assert d.matrix.tolist() == [[0, 2], [2, 0]]
     np.save(tmp_path / "bad.npy", np.array([[[0, 5]], [[1, 2]]]))
     assert main(["demand", "router", str(tmp_path / "bad.npy"), "--experts", "4", "-o", str(tmp_path / "x.csv")]) == 2
     assert capsys.readouterr().err.endswith("expert id 5 is outside 0 .. 3 (4 experts)\n")
+    np.save(tmp_path / "twice.npy", np.array([[[0, 1], [2, 3]], [[1, 0], [3, 3]]]))   # issue 34, item 18
+    assert main(["demand", "router", str(tmp_path / "twice.npy"), "-o", str(tmp_path / "x.csv")]) == 2
+    assert capsys.readouterr().err == (f"a2a demand: error: {tmp_path / 'twice.npy'}: token 1 of rank 1 chose "
+                                       f"expert 3 twice; a router's top-k experts of a token are distinct\n")
     (tmp_path / "ids.csv").write_text("0,1\n2,3\n")
     assert main(["demand", "router", str(tmp_path / "ids.csv"), "-o", str(tmp_path / "x.csv")]) == 2
     assert capsys.readouterr().err == (f"a2a demand: error: {tmp_path / 'ids.csv'}: not a .npy file; a router dump "
@@ -146,7 +167,7 @@ def test_solve_with_demand_equals_an_independent_lp(spec, capsys, tmp_path):
         sol = solve(topo, Fabric(), method, demand=demand)
         assert sol.concurrent_flow == pytest.approx(want, rel=1e-6), method
         assert sol.upper_bound >= want * (1 - 1e-6) and sol.gap < 1e-6, method
-        assert sol.time_under(topo, demand) == pytest.approx(1 / sol.concurrent_flow, rel=1e-9)
+        assert flow_time(sol, topo, demand) == pytest.approx(1 / sol.concurrent_flow, rel=1e-9)
     path = tmp_path / "D.csv"
     path.write_text(demand.to_csv())
     assert main(["solve", spec, "--demand", str(path), "--json"]) == 0
@@ -156,7 +177,7 @@ def test_solve_with_demand_equals_an_independent_lp(spec, capsys, tmp_path):
     assert s["concurrent_flow"] == pytest.approx(want, rel=1e-6)
     assert s["demand"]["sha256"] == demand.sha256 and s["demand"]["source"] == "D.csv"
     uniform = solve(topo, Fabric(), "mcf-decomp")
-    assert s["uniform_reused"]["flow_time"] == pytest.approx(uniform.time_under(topo, demand), rel=1e-9)
+    assert s["uniform_reused"]["flow_time"] == pytest.approx(flow_time(uniform, topo, demand), rel=1e-9)
     assert s["uniform_reused"]["slowdown"] >= 1 - 1e-9
 
 

@@ -124,7 +124,7 @@ def test_the_target_travels_with_the_file(tmp_path, capsys):
         "--target nccl: the file was compiled for rccl (its record); nccl's limits and size rule are checked"]
     f.write_bytes(f.read_bytes().replace(b'"target": "rccl"', b'"target": "xccl"'))
     assert main(["verify", str(f), "--no-lp"]) == 2
-    assert capsys.readouterr().err == f"a2a verify: error: a2a-record target 'xccl' is not one of nccl, rccl\n"
+    assert capsys.readouterr().err == "a2a verify: error: a2a-record target 'xccl' is not one of nccl, rccl\n"
 
 
 @pytest.fixture(scope="module")
@@ -194,7 +194,7 @@ def test_run_takes_an_mscclpp_plan_with_a_demand_in_the_plain_layout():
 
 
 def test_run_lays_an_mscclpp_all_to_allv_out_by_its_recorded_demand(tmp_path):
-    """The plan records the volumes; 'a2a run' recomputes T = D.msccl_counts(C) from them, as for MSCCL files, and
+    """The plan records the volumes; 'a2a run' recomputes T = msccl_counts(D, C) from them, as for MSCCL files, and
     refuses in one line a demand the plan does not move data for."""
     from a2a_compiler.demand import Demand, read_demand
     from runtimes.mpi.alltoallv import layout_counts

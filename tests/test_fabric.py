@@ -13,7 +13,7 @@ from a2a_compiler.topology import from_spec
 @pytest.mark.parametrize("text,value", [
     ("25Gbps", 25e9 / 8), ("3.125GB/s", 3.125e9), ("100 Gbit/s", 100e9 / 8), ("10Gb/s", 10e9 / 8),
     ("1GiB/s", 2.0**30), ("400 Mbps", 400e6 / 8), ("2e3 B/s", 2000.0), ("1Tbps", 1e12 / 8),
-    ("25GBps", 25e9), ("1GiBps", 2.0**30), ("8kbps", 1000.0), ("1KiB/s", 1024.0),
+    ("25GBps", 25e9), ("1GiBps", 2.0**30), ("8kbps", 1000.0), ("1KiB/s", 1024.0), ("8Pbps", 1e15), ("1PB/s", 1e15),
 ])
 def test_parse_bandwidth_units(text, value):
     assert parse_bandwidth(text) == pytest.approx(value, rel=1e-15)
@@ -26,11 +26,12 @@ def test_upper_case_B_is_bytes_in_every_spelling():
     assert parse_bandwidth("25GB/s") == nbytes and parse_bandwidth("25Gb/s") == parse_bandwidth("25Gbit/s") == bits
 
 
-@pytest.mark.parametrize("text", ["25GBPS", "25gbit", "25Gbytes", "25 G", "25GiB"])
+@pytest.mark.parametrize("text", ["25GBPS", "25gbit", "25Gbytes", "25 G", "25GiB", "25mbps", "25gBps", "25KBps",
+                                  "25kiBps", "2PiBps"])
 def test_parse_bandwidth_refuses_other_spellings(text):
     with pytest.raises(A2AError, match=r"^--link-bw: unknown unit '.*'; b is a bit, B a byte: 25Gbps = 25Gb/s = "
-                                       r"25Gbit/s \(bits\), 25GBps = 25GB/s = 8 x 25Gbps \(bytes\); prefixes k M G T "
-                                       r"\(1000s\) or Ki Mi Gi Ti \(1024s\)$"):
+                                       r"25Gbit/s \(bits\), 25GBps = 25GB/s = 8 x 25Gbps \(bytes\); prefixes k M G T P "
+                                       r"\(1000s\) or Ki Mi Gi Ti \(1024s\), in exactly these cases$"):
         parse_bandwidth(text, "--link-bw")
 
 
@@ -49,6 +50,21 @@ def test_sizes_are_bytes_and_ambiguous_sizes_are_refused():
         with pytest.raises(argparse.ArgumentTypeError) as exc:
             parse_size(text)
         assert str(exc.value) == message
+
+
+def test_readme_lists_the_prefixes_the_parser_takes():
+    """issue 34, item 16: one rule: README's list is :data:`PREFIXES`, a value over the range names it."""
+    import re
+    from pathlib import Path
+
+    from a2a_compiler.fabric import PREFIXES
+
+    readme = " ".join(Path(__file__).resolve().parents[1].joinpath("README.md").read_text().split())
+    m = re.search(r"prefixes `([^`]*)` are decimal, `([^`]*)` binary, in exactly these cases", readme)
+    assert m and sorted(m.group(1).split() + m.group(2).split()) == sorted(k for k in PREFIXES if k)
+    with pytest.raises(A2AError) as exc:
+        parse_bandwidth("2PBps", "--link-bw")
+    assert str(exc.value) == "--link-bw: bandwidth '2PBps' is outside 1 B/s .. 1e+15 B/s (1 PB/s)"
 
 
 @pytest.mark.parametrize("text,message", [

@@ -55,9 +55,9 @@ def _error(capsys, argv, code=2) -> str:
      "a2a solve: error: --link-bw: bandwidth '1e400Gbps' is outside 1 B/s .. 1e+15 B/s (1 PB/s)"),
     (["solve", "ring:4", "--link-bw", "inf"],
      "a2a solve: error: --link-bw: cannot parse 'inf'; give a number and a unit, e.g. 25Gbps or 3.125GB/s (b is a "
-     "bit, B a byte: 25Gbps = 25Gb/s = 25Gbit/s (bits), 25GBps = 25GB/s = 8 x 25Gbps (bytes); prefixes k M G T "
-     "(1000s) or Ki Mi Gi Ti (1024s))"),
-    (["solve", "ring:4", "--link-bw", "100Gbps", "--host-bw", "1Kbps"],
+     "bit, B a byte: 25Gbps = 25Gb/s = 25Gbit/s (bits), 25GBps = 25GB/s = 8 x 25Gbps (bytes); prefixes k M G T P "
+     "(1000s) or Ki Mi Gi Ti (1024s), in exactly these cases)"),
+    (["solve", "ring:4", "--link-bw", "100Gbps", "--host-bw", "1kbps"],
      "a2a solve: error: --host-bw / --link-bw = 1e-08 is outside 1e-6 .. 1e6, where the flow LPs lose precision"),
     (["topo", "ring:4", "--save", ""], "a2a topo: error: --save: the path is empty"),
     (["topo", "torus:3x3x3,"], "a2a topo: error: torus:3x3x3,: an empty parameter (a stray comma)"),
@@ -87,6 +87,23 @@ def _error(capsys, argv, code=2) -> str:
      "a2a compile: error: -o {tmp}/./file: that is an input of this command ({tmp}/file); write the output elsewhere"),
     (["topo", "file:{tmp}/file", "--save", "{tmp}/file"],
      "a2a topo: error: --save {tmp}/file: that is an input of this command ({tmp}/file); write the output elsewhere"),
+    # issue 34, item 15: options that were silently ignored
+    (["solve", "hypercube:3", "--seed", "5"],
+     "a2a solve: error: --seed applies only with --remove-links or --remove-nodes: it seeds the failures they draw"),
+    (["compile", "hypercube:3", "--emit", "msccl", "--link-bw", "25Gbps", "--nvlink-bw", "3.6Tbps",
+      "-o", "{tmp}/x.xml"],
+     "a2a compile: error: --nvlink-bw: hypercube:3 has no nvlink links (only nvswitch:... topologies have them)"),
+    (["verify", "{repo}/schedules/hypercube-3-tsmcf.msccl.xml", "--deadlock-free"],
+     "a2a verify: error: --deadlock-free applies to MPI path files (their routes' channel dependencies); this msccl "
+     "file's deadlock freedom is checked without it"),
+    # issue 34, item 19: messages that misled
+    (["compile", "complete:40", "--emit", "msccl", "--channels", "2", "-q", "-o", "{tmp}/x.xml"],
+     "a2a compile: error: gpu 0 needs 39 receive thread blocks on one channel, over the executor's limit of 32; it "
+     "receives from 39 peers in one step, and every channel carries some step's peers whole, so more --channels "
+     "cannot help (degree too high for MSCCL; use --emit oneccl or mpi)"),
+    (["compile", "ring:4", "--emit", "msccl", "--name", "my algo", "-o", "{tmp}/x.xml"],
+     "a2a compile: error: --name 'my algo': a program name holds letters, digits and . _ : , = + - only (the "
+     "executors' tokenizers), e.g. 'my_algo'"),
 ])
 def test_one_line_and_exit_2(tmp_path, capsys, argv, message):
     (tmp_path / "deep.json").write_text('{"a":' * 100_000 + "1" + "}" * 100_000)
@@ -95,7 +112,8 @@ def test_one_line_and_exit_2(tmp_path, capsys, argv, message):
     (tmp_path / "huge.json").write_text(head + '"hosts": 1000000000, "links": []}')
     tmp = str(tmp_path)
     before = sorted(tmp_path.iterdir())
-    assert _error(capsys, [a.replace("{tmp}", tmp) for a in argv]) == message.replace("{tmp}", tmp)
+    argv = [a.replace("{tmp}", tmp).replace("{repo}", str(REPO)) for a in argv]
+    assert _error(capsys, argv) == message.replace("{tmp}", tmp)
     assert sorted(tmp_path.iterdir()) == before  # nothing written, no temporary left behind
 
 

@@ -167,6 +167,16 @@ def test_a_corrupted_dump_is_refused_naming_the_switch():
         read_dump(missing, t)
 
 
+def test_a_misdelivery_is_named_as_one():
+    """issue 34, item 19: leaf s0:0 sends host h1's traffic out of h0's port; it was called a forwarding loop."""
+    tab = route_tables(from_spec("fattree:4,3"), "ftree")
+    bad, _ = _corrupt(write_dump(tab)[0], 0, 1)                # s0:0's row for h1 (LID 2): port 1, h0's
+    with pytest.raises(A2AError) as exc:
+        read_dump(bad, tab.topology)
+    assert str(exc.value) == ("file: switch s0:0 delivers traffic for host h1 to host h0, a host port that is not "
+                              "its destination (a misdelivery)")
+
+
 def test_cli_lft_and_file_engine(tmp_path, capsys):
     dump = tmp_path / "ft.dump"
     assert main(["routes", "fattree:4,3,merge=2", "--algo", "ftree", "--lft", str(dump), "--json", "-q"]) == 0

@@ -3,7 +3,6 @@
 Skipped, with the reason, where the Debian packages opensm, ibsim-utils and infiniband-diags are missing.
 """
 
-import os
 import signal
 import subprocess
 import sys

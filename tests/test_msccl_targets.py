@@ -128,6 +128,7 @@ def test_nvswitch_programs_beside_msccl_tools_two_and_three_step():
     nv = {"link_bw": "400Gbps", "nvlink_bw": "3.6Tbps"}
     ours = compile_schedule("nvswitch:2,4", "msccl", **nv)
     assert ours.predicted_time == pytest.approx(4.0) and ours.mcf_time == pytest.approx(4.0, rel=1e-6)
+    assert ours.program.name == "nvswitch:2,4-tsmcf"   # the physical spec (it was '..._hosts_through_switches_..')
     from a2a_compiler.fabric import Fabric, apply_link_classes
     from a2a_compiler.topology.spec import from_spec
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from a2a_compiler import compile as compile_schedule
+from a2a_compiler.chunk.counts import msccl_counts
 from a2a_compiler.errors import A2AError
 from a2a_compiler.formats.mscclpp import mscclpp_from_json, mscclpp_to_json, parse_mscclpp
 from a2a_compiler.verify import simulate, verify_bytes
@@ -147,7 +148,7 @@ BALANCED8 = ("0,3,1,2,1,1,1,1\n2,0,3,1,1,1,1,1\n1,2,0,3,1,1,1,1\n1,1,2,0,3,1,1,1
 
 
 def test_a_balanced_all_to_allv_plan_is_race_free_in_its_layout(tmp_path):
-    """hypercube:3 for a balanced all-to-allv: buffers laid out by T = D.msccl_counts(C), as MSCCL lays them; the
+    """hypercube:3 for a balanced all-to-allv: buffers laid out by T = msccl_counts(D, C), as MSCCL lays them; the
     plan records the demand's volumes, from which verify recomputes T; race-free on both transports."""
     from a2a_compiler.demand import read_demand
 
@@ -158,7 +159,7 @@ def test_a_balanced_all_to_allv_plan_is_race_free_in_its_layout(tmp_path):
     assert (p.chunks_per_shard, round(r.fidelity, 4), round(r.predicted_time, 6), round(r.lp_time, 6)) == (
         16, 0.9722, 5.04, 4.9)
     assert p.record.demand == {"ranks": 8, "sha256": d.sha256, "volumes": d.volumes.tolist()}
-    T = d.msccl_counts(16)
+    T = msccl_counts(d, 16)
     assert T[0].tolist() == [0, 38, 13, 25, 13, 13, 13, 13] and (T.sum(axis=0) == 128).all()
     assert simulate.simulate_mscclpp(p, "ib", counts=T).errors == []
     assert simulate.simulate_mscclpp(p, "cudaipc", counts=T).errors == []
@@ -173,7 +174,7 @@ def test_a_balanced_all_to_allv_plan_is_race_free_in_its_layout(tmp_path):
 
 
 def test_a_schedule_outside_the_demands_layout_is_refused_in_one_line():
-    """Chunk counts that are not D.msccl_counts(C) (a hand-edited IR) give buffers the plan cannot lay out."""
+    """Chunk counts that are not msccl_counts(D, C) (a hand-edited IR) give buffers the plan cannot lay out."""
     from dataclasses import replace
 
     from a2a_compiler.demand import Demand

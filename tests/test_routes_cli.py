@@ -160,3 +160,11 @@ def test_genkautz_64_bands(gk64, algo, lo, hi):
     topology, mcf = gk64
     r = route_schedule(topology, algo, mcf_time=mcf, **({"eps": 0.05} if algo == "fptas" else {}))
     assert lo - 1e-9 <= r.predicted_time / mcf <= hi, (algo, r.predicted_time, mcf)
+
+
+def test_routes_per_pair_are_the_files():
+    """issue 34, item 19: at C = 1 the file carries one route per pair, whatever the flow's paths were."""
+    r = route_schedule(from_spec("hypercube:3"), "mcf-extp", max_chunks=1)
+    s = r.summary()
+    assert r.routes.paths_per_pair().max() == 4                  # the flow decomposition's paths
+    assert (s["routes"], s["max_paths_per_pair"], s["chunks_per_shard"]) == (56, 1, 1)

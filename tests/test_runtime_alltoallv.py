@@ -41,6 +41,8 @@ def test_one_schedule_serves_any_counts(compiled):
         # rank 1 expects one element (8 bytes) more from rank 0 than rank 0 sends: every rank says so
         assert x["mismatch"] == [f"rank 0 sends rank 1 {8 * _counts()[0, 1]} bytes but rank 1 expects "
                                  f"{8 * _counts()[0, 1] + 8}"]
+        # issue 34, item 18: a negative count is named, on every rank (it said "invalid all-to-allv arguments")
+        assert x["negative"] == ["rank 2: send count for rank 3 is -1; counts must be >= 0"] * 8
 
 
 def _counts():

@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from mpijobs import (DATA, SCHEDULES, compiled_schedules, kill_rank, launcher, own_hostnames,
+from mpijobs import (DATA, SCHEDULES, compiled_schedules, kill_rank, launcher, own_hostnames, ranks,
                      uts_namespaces_missing)
 
 pytestmark = pytest.mark.mpi
@@ -134,3 +134,39 @@ def test_a_killed_rank_ends_the_job_without_tracebacks(mpi):
         assert f"process rank 3 with PID {pid} on node" in err
     else:
         assert "BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES" in out
+
+
+def test_ctrl_c_under_open_mpi():
+    """Open MPI's mpiexec puts every rank in its own process group, so a terminal's Ctrl-C reaches mpiexec
+    alone, and PRRTE's clean_abort (prterun.c) ends the job quietly with status 1: the ranks get SIGTERM and
+    their output is no longer forwarded (issue 34, item 3; docs/runtime.md).  No traceback, no rank left.
+    SIGINT to the ranks themselves gives our one line and 130, as under MPICH."""
+    import signal
+    import time
+
+    job = launcher("openmpi")
+    for target, status in (("mpiexec", 1), ("ranks", 130)):
+        p = job.popen(8, "-m", "a2a_compiler", "run", str(SCHEDULES / "bipartite-4-tsmcf.msccl.xml"), "-b", "1K",
+                      "-e", "1M", "-n", "500")
+        try:
+            assert p.stdout.readline().startswith("# ")      # the sweep has started
+            time.sleep(1)
+            pids = ranks(p)
+            if target == "mpiexec":
+                os.killpg(p.pid, signal.SIGINT)               # what a terminal's Ctrl-C does
+            else:
+                for pid in pids.values():
+                    os.kill(pid, signal.SIGINT)
+            out, err = p.communicate(timeout=60)
+        finally:
+            if p.poll() is None:
+                os.killpg(p.pid, 9)
+                p.wait()
+        assert p.returncode == status, err
+        assert "Traceback" not in out + err
+        ours = [x for x in err.splitlines() if x.startswith("a2a run")]
+        assert ours == ([] if target == "mpiexec" else ["a2a run: interrupted"]), err
+        deadline = time.monotonic() + 10
+        while any(os.path.exists(f"/proc/{pid}") for pid in pids.values()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(os.path.exists(f"/proc/{pid}") for pid in pids.values())

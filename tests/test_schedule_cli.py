@@ -71,3 +71,42 @@ def test_bad_max_chunks_is_a_usage_error(tmp_path, capsys):
         run(capsys, "hypercube:3", "--max-chunks", "0", "-o", str(tmp_path / "x.json"))
     assert exc.value.code == 2
     assert "--max-chunks: must be a positive integer, got '0'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("method, edit, message", [
+    ("tsmcf", {"lp_time": 10}, "the IR records the LP time 10, but solving it again on its links and fabric gives 4"),
+    ("tsmcf", {"spec": "complete:8"}, "the IR records the link MCF time 4, but solving it again on its spec "
+                                      "complete:8 and fabric gives 1"),
+    ("mcf-extp", {"info": {"mcf_time": 3.5}}, "the IR records the link MCF time 3.5, but solving it again on its "
+                                              "spec hypercube:3 and fabric gives 4"),
+    # IRs that do not record what their LP needs (pmcf's candidate paths were not recorded before)
+    ("pmcf", {"info": {"mcf_time": 4.0}}, "candidate paths"),
+    ("tsmcf", {"info": {"mcf_time": 4.0}}, "steps"),
+])
+def test_compile_from_ir_solves_its_lp_times_again(tmp_path, capsys, method, edit, message):
+    """issue 34, item 6: compile --from-ir printed an edited lp_time as certified (fidelity 2.5), and the MCF of
+    a spec the IR no longer matches."""
+    ir, out = tmp_path / "s.json", tmp_path / "o.xml"
+    assert main(["schedule", "hypercube:3", "--method", method, "-o", str(ir), "-q"]) == 0
+    capsys.readouterr()
+    emit = "msccl" if method == "tsmcf" else "mpi"
+    assert main(["compile", "--from-ir", str(ir), "--emit", emit, "-q", "--json", "-o", str(out)]) == 0
+    assert json.loads(capsys.readouterr().out)["fidelity"] == 1.0
+    out.unlink()
+    ir.write_text(json.dumps({**json.loads(ir.read_text()), **edit}))
+    assert main(["compile", "--from-ir", str(ir), "--emit", emit, "-q", "-o", str(out)]) == 2
+    want = (f"{message}: the IR was edited or its spec, fabric or demand changed; make it again with 'a2a schedule'"
+            if message.startswith("the IR") else f"the IR records no {message} for its {method} LP, so its LP time "
+                                                 f"cannot be certified; make it again with 'a2a schedule'")
+    assert capsys.readouterr().err == f"a2a compile: error: {want}\n" and not out.exists()
+
+
+def test_compile_from_ir_checks_the_recorded_lp_options(tmp_path, capsys):
+    ir = tmp_path / "s.json"
+    assert main(["schedule", "hypercube:3", "--method", "pmcf", "-o", str(ir), "-q"]) == 0
+    capsys.readouterr()
+    s = json.loads(ir.read_text())
+    ir.write_text(json.dumps({**s, "info": {**s["info"], "solve_options": ["x"]}}))
+    assert main(["compile", "--from-ir", str(ir), "--emit", "mpi", "-q", "-o", str(tmp_path / "o.xml")]) == 2
+    assert capsys.readouterr().err == ("a2a compile: error: the IR's solve_options \"['x']\" is not what 'a2a "
+                                       "schedule' records; make it again\n")

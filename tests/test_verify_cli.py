@@ -369,3 +369,16 @@ def test_demo_numbers_every_step(tmp_path, capsys, monkeypatch):
     assert main(["demo", "--spec", "ring:4", "--dir", str(tmp_path / "demo")]) == 0
     steps = [ln.split(" ", 2)[1] for ln in capsys.readouterr().out.splitlines() if ln.startswith("== ")]
     assert steps == ["1a.", "1b.", "2.", "3a.", "3b."]
+
+
+def test_thread_blocks_are_counted_per_gpu_as_the_limits_are(capsys):
+    """issue 34, item 19: the summary's thread blocks were a total over GPUs beside per-GPU limits."""
+    from a2a_compiler.formats import load_program
+
+    path = Path(__file__).resolve().parents[1] / "schedules" / "hypercube-3-tsmcf.msccl.xml"
+    assert main(["verify", str(path), "--json", "--no-lp"]) == 0
+    program = load_program(path)[1]
+    assert [len(g.tbs) for g in program.gpus] == [7] * 8
+    assert json.loads(capsys.readouterr().out)["program"] == (
+        "8 gpus, 3 chunk(s) per peer, 1 channel(s), 7 thread blocks per gpu (max; 56 in all), 292 steps, 53 parser "
+        "nodes per rank (max; nccl target), proto Simple")

@@ -37,8 +37,10 @@ def parse(item: str):
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("topologies", nargs="*", default=DEFAULT, help="SPEC or SPEC@LINK,HOST,FORWARDING")
+    ap.add_argument("topologies", nargs="*", help="SPEC or SPEC@LINK,HOST,FORWARDING (default: the §5.2 set)")
+    ap.add_argument("--quick", action="store_true", help="hypercube:3 only, in seconds (tests/test_tools.py runs it)")
     args = ap.parse_args(argv)
+    args.topologies = args.topologies or (["hypercube:3"] if args.quick else DEFAULT)
     head = f"{'topology':<34} {'steps':>5} {'lp_time':>8} " + " ".join(f"{'C=' + str(c):>7}" for c in CAPS)
     print(head + f" {'chosen':>14} {'solve s':>8} {'chunk s':>8}")
     for item in args.topologies:

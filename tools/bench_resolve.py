@@ -81,7 +81,11 @@ def main(argv=None) -> int:
     p.add_argument("--placement", action="store_true",
                    help="a new expert placement (seed) every step instead of a new batch of tokens")
     p.add_argument("--json", action="store_true", help="one JSON object instead of the table")
+    p.add_argument("--quick", action="store_true",
+                   help="bipartite:4, 2 batches, in seconds (tests/test_tools.py runs it)")
     args = p.parse_args(argv)
+    if args.quick:
+        args.specs, args.batches = ["bipartite:4"], 2
     if args.batches < 2:
         p.error("--batches must be at least 2")
     load = [os.getloadavg()[0]]

@@ -83,7 +83,11 @@ def main(argv=None) -> int:
     ap.add_argument("--scale", action="store_true", help="issue 34's cases (items 7-10) instead of the targets")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per case (default 600)")
     ap.add_argument("--json", action="store_true", help="one JSON object")
+    ap.add_argument("--quick", action="store_true",
+                    help="fattree:4,2 ftree only, in seconds (tests/test_tools.py runs it)")
     args = ap.parse_args(argv)
+    if args.quick:
+        args.cases = args.cases or ["fattree:4,2:ftree"]
     if args.cases:
         cases = [(c.rsplit(":", 1)[0], c.rsplit(":", 1)[1], None, None, ()) for c in args.cases]
     elif args.scale:
@@ -112,7 +116,7 @@ def main(argv=None) -> int:
     if args.json:
         json.dump({"cases": rows}, sys.stdout, indent=1)
         print()
-    return 0
+    return 1 if any("error" in r for r in rows) else 0
 
 
 if __name__ == "__main__":

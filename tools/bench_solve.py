@@ -285,7 +285,10 @@ def main(argv=None) -> int:
     ap.add_argument("--json", action="store_true", help="one JSON record per N on stdout instead of the table")
     ap.add_argument("--quiet", action="store_true", help="no progress from the runs on stderr")
     ap.add_argument("--subprocess", nargs=3, metavar=("KIND", "SPEC", "OPTIONS"), help=argparse.SUPPRESS)
+    ap.add_argument("--quick", action="store_true", help="N = 16 only, in seconds (tests/test_tools.py runs it)")
     args = ap.parse_args(argv)
+    if args.quick:
+        args.sizes = "16"
     if args.subprocess:
         kind, spec, options = args.subprocess
         try:

@@ -87,7 +87,10 @@ def main(argv=None) -> int:
     ap.add_argument("--json", help="write the rows here after every size")
     ap.add_argument("--png", help="plot the rows here after every size")
     ap.add_argument("--one", help=argparse.SUPPRESS)   # child: measure this spec, print one JSON row
+    ap.add_argument("--quick", action="store_true", help="N = 8 only, in seconds (tests/test_tools.py runs it)")
     args = ap.parse_args(argv)
+    if args.quick:
+        args.sizes = "8"
     if args.one:
         print(json.dumps(measure(args.one)))
         return 0
@@ -111,7 +114,7 @@ def main(argv=None) -> int:
                 json.dump(rows, f, indent=1)
         if args.png:
             plot(rows, args.png)
-    return 0
+    return 1 if any("error" in r for r in rows) else 0
 
 
 if __name__ == "__main__":

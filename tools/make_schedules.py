@@ -86,7 +86,10 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--check", action="store_true",
                     help="recompile and compare with schedules/ instead of writing")
+    ap.add_argument("--quick", action="store_true",
+                    help="--check of the hypercube:3 schedules only, in seconds (tests/test_tools.py runs it)")
     args = ap.parse_args(argv)
+    args.check = args.check or args.quick
     sys.path.insert(0, str(ROOT))
     import a2a_compiler
     from a2a_compiler.files import atomic_write
@@ -94,6 +97,8 @@ def main(argv=None) -> int:
     bad = []
     results = {}
     for name, (spec, emit, options), _ in SCHEDULES:
+        if args.quick and spec != "hypercube:3":
+            continue
         r = results[name] = a2a_compiler.compile(spec, emit, **options)
         print(f"{name}: {len(r.data)} bytes, C = {r.chunks_per_shard}, fidelity {r.fidelity:.4f}", file=sys.stderr)
         if args.check:

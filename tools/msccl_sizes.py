@@ -39,7 +39,9 @@ def measure(spec: str, target: str, chunks: int, timeout: float) -> dict:
         except subprocess.TimeoutExpired:
             return {"spec": spec, "target": target, "status": f"timeout after {timeout:.0f} s"}
         seconds = time.perf_counter() - t0
-        if p.returncode not in (0, 1):  # 1: written below the default fidelity target (warned)
+        if p.returncode not in (0, 1, 2):   # 1: written below the default fidelity target (warned); 2: refused
+            return {"spec": spec, "target": target, "status": "error", "message": p.stderr.strip()[-2000:]}
+        if p.returncode == 2:
             return {"spec": spec, "target": target, "status": "refused", "message": p.stderr.strip().splitlines()[-1],
                     "seconds": seconds}
         from a2a_compiler.formats import load_program
@@ -59,15 +61,21 @@ def main(argv=None) -> int:
     p.add_argument("--max-chunks", type=int, default=1)
     p.add_argument("--timeout", type=float, default=900)
     p.add_argument("--targets", default="rccl,nccl")
+    p.add_argument("--quick", action="store_true",
+                   help="hypercube:3 for rccl only, in seconds (tests/test_tools.py runs it)")
     args = p.parse_args(argv)
+    if args.quick:
+        args.families, args.targets = "hypercube", "rccl"
+    failed = False
     for fam in args.families.split(","):
         for target in args.targets.split(","):
-            for spec in FAMILIES[fam]:
+            for spec in FAMILIES[fam][:1] if args.quick else FAMILIES[fam]:
                 r = measure(spec, target, args.max_chunks, args.timeout)
                 print(json.dumps(r), flush=True)
+                failed = failed or r["status"] == "error"
                 if r["status"] != "fits":
                     break
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 
     python tools/reproduce.py --list
     python tools/reproduce.py FIG [FIG ...] [--quick] --out DIR
+    python tools/reproduce.py --quick             # the layers figure, quick, into a temporary directory
 
 Each figure writes ``DIR/FIG.png`` (matplotlib) and ``DIR/FIG.csv`` (our measured
 values beside the paper's where it gives them); docs/results.md shows them and
@@ -21,10 +22,14 @@ import argparse
 import importlib
 import pkgutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+#: The figure ``--quick`` alone runs: the quickest (seconds).
+QUICK_FIGURE = "layers"
 
 
 def registry() -> dict:
@@ -51,9 +56,14 @@ def main(argv=None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("figures", nargs="*", metavar="FIG", help="figure names (see --list), or 'all'")
     parser.add_argument("--out", type=Path, metavar="DIR", help="output directory (created if missing)")
-    parser.add_argument("--quick", action="store_true", help="reduced sweep that finishes in minutes")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"reduced sweep that finishes in minutes; with no FIG, the quickest figure "
+                             f"({QUICK_FIGURE}) into --out or a temporary directory (tests/test_tools.py runs it)")
     parser.add_argument("--list", action="store_true", help="list the figures and exit")
     args = parser.parse_args(argv)
+    if args.quick and not args.figures and not args.list:
+        with tempfile.TemporaryDirectory(prefix="reproduce-") as tmp:
+            return main([QUICK_FIGURE, "--quick", "--out", str(args.out or tmp)])
     if args.list or not args.figures:
         print(listing)
         return 0 if args.list else 2

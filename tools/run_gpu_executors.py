@@ -44,6 +44,8 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+#: The shipped schedule ``--quick`` prints the executor's command for.
+QUICK_FILE = "hypercube-3-tsmcf.msccl.xml"
 sys.path.insert(0, str(ROOT))
 
 
@@ -119,7 +121,7 @@ def mscclpp_ran(log: str, nranks: int) -> str | None:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("files", nargs="+", type=Path, help="MSCCL XML or MSCCL++ JSON plans")
+    p.add_argument("files", nargs="*", type=Path, help="MSCCL XML or MSCCL++ JSON plans")
     p.add_argument("--executor", choices=("nccl", "rccl"),
                    help="MSCCL executor: msccl-executor-nccl or RCCL (default: the target the file records, else nccl)")
     p.add_argument("--alltoall-perf", default=os.environ.get("ALLTOALL_PERF", "alltoall_perf"),
@@ -130,7 +132,13 @@ def main(argv=None) -> int:
                                                      "the powers of two between are run too")
     p.add_argument("--mpirun", default="mpirun")
     p.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
+    p.add_argument("--quick", action="store_true",
+                   help=f"--dry-run on schedules/{QUICK_FILE} unless FILEs are given (tests/test_tools.py runs it)")
     args = p.parse_args(argv)
+    if args.quick:
+        args.dry_run, args.files = True, args.files or [ROOT / "schedules" / QUICK_FILE]
+    if not args.files:
+        p.error("give at least one FILE")
 
     from a2a_compiler.formats import load_program
     from a2a_compiler.verify import verify_file

@@ -73,7 +73,13 @@ def build_schedule(
                      program_time=program_time, progress=progress, search=search)
     mcf_time = (solution.lp_time if method == "mcf-extp" else
                 solve(topology, fabric, "mcf-decomp", demand=solution.demand).lp_time)
-    return replace(schedule, info={**schedule.info, "mcf_time": mcf_time})
+    extra = {"solve_options": {k: v for k, v in options.items() if k in PMCF_OPTIONS}} if method == "pmcf" else {}
+    return replace(schedule, info={**schedule.info, "mcf_time": mcf_time, **extra})
+
+
+#: pmcf's options that shape its LP (its candidate paths), recorded in the IR so
+#: :func:`~a2a_compiler.compiler.recertify` can solve it again.
+PMCF_OPTIONS = ("paths", "max_paths")
 
 
 def save_schedule(schedule: Schedule, path) -> Path:

@@ -34,6 +34,7 @@ from ..numeric import TIE, better, dot, snap
 from ..solve.result import FlowSolution
 from ..topology.model import Topology
 from .cost import CostModel, fidelity_text, ratio
+from .counts import chunk_counts, msccl_counts
 from .ir import LinkSchedule, PathSchedule, Route, Transfer, link_chunk_volume
 
 #: ``C`` values tried (those <= max_chunks, plus max_chunks itself).
@@ -348,7 +349,7 @@ def chunk_link_schedule(topology: Topology, solution: FlowSolution, *, max_chunk
         balanced = demand.balanced()
 
         def counts_of(C):
-            return demand.msccl_counts(C) if balanced else demand.chunk_counts(C)
+            return msccl_counts(demand, C) if balanced else chunk_counts(demand, C)
 
         def shape(C):
             try:

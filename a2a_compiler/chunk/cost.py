@@ -247,3 +247,23 @@ def dataflow_time(messages: list[Message], model: CostModel, chunks_per_shard: i
                 if not waiting[j]:
                     active[j] = True
     return math.fsum(elapsed)
+
+
+def flow_time(solution, topology, demand=None) -> float:
+    """All-to-all(v) time in link-times of a solution's flows (a
+    :class:`~a2a_compiler.solve.result.FlowSolution`) with their routes and steps unchanged, every pair
+    shipping its volume under ``demand`` (a :class:`~a2a_compiler.demand.Demand`; ``None``: 1 per pair),
+    host–NIC terms included.
+
+    For the uniform solution and a demand matrix this is what reusing one schedule for
+    every batch costs, to set beside the re-solved ``1/F(D)``.
+    """
+    import scipy.sparse as sp
+
+    flows = sp.coo_array(solution.link_flows)
+    t, e = np.divmod(flows.col.astype(np.int64), solution.n_links)
+    s, d = np.divmod(flows.row.astype(np.int64), solution.n_hosts)
+    amount = flows.data if demand is None else flows.data * np.asarray(demand.volumes)[s, d]
+    model = CostModel.from_topology(topology, solution.fabric)
+    loads = model.step_loads(t, e, topology.src[e], topology.dst[e], s, d, solution.n_steps, counts=amount)
+    return stepped_time(loads, model.capacity, 1)[0]

@@ -7,7 +7,7 @@ import json
 import sys
 
 from ..fabric import BANDWIDTH_HELP, FORWARDING_MODES, Fabric, parse_bandwidth
-from ..options import Rules, refuse_inapplicable
+from ..options import Rules, fraction, nonnegative_int, positive_int, refuse_inapplicable, refuse_unseeded
 from ..progress import Progress
 from ..topology import Topology
 from ..topology.puncture import AMONG, puncture_options
@@ -20,34 +20,6 @@ SPEC_HELP = (
 )
 
 
-def int_at_least(minimum: int):
-    """An argparse ``type`` accepting integers >= ``minimum`` with a clear message."""
-    what = {0: "a non-negative integer", 1: "a positive integer"}.get(minimum, f"an integer >= {minimum}")
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = minimum - 1
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
-        return value
-    return parse
-
-
-positive_int = int_at_least(1)
-
-
-def fraction(text: str) -> float:
-    """An argparse ``type`` for a number in (0, 1], e.g. a fidelity target."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"must be a number in (0, 1], got {text!r}")
-    return value
-nonnegative_int = int_at_least(0)
 
 
 def add_chunking_args(p: argparse.ArgumentParser) -> None:
@@ -145,8 +117,9 @@ def puncture_args(args) -> dict:
 
 def topology_from_args(args, link_classes: bool = True) -> Topology:
     """The topology of ``args.spec``, punctured as the options ask, its classed links (NVLink) at the
-    fabric options' bandwidths (unless ``link_classes`` is False: the caller applies its own fabric)."""
-    from ..fabric import apply_link_classes
+    fabric options' bandwidths (unless ``link_classes`` is False: the caller applies its own fabric); a class
+    bandwidth for a topology without such links is refused (:func:`~a2a_compiler.fabric.check_link_classes`)."""
+    from ..fabric import apply_link_classes, check_link_classes
 
     topo = from_spec(args.spec)
     cut = puncture_args(args)
@@ -154,7 +127,11 @@ def topology_from_args(args, link_classes: bool = True) -> Topology:
         from ..topology.puncture import puncture
 
         topo = puncture(topo, **cut)
-    return apply_link_classes(topo, fabric_from_args(args)) if link_classes and hasattr(args, "link_bw") else topo
+    if not hasattr(args, "link_bw"):
+        return topo
+    fabric = fabric_from_args(args)
+    check_link_classes(topo, fabric)
+    return apply_link_classes(topo, fabric) if link_classes else topo
 
 
 def fabric_from_args(args) -> Fabric:
@@ -180,6 +157,8 @@ def check_applicable(args) -> None:
     """Refuse the inapplicable options of ``args`` (see :func:`applies_only`), then fill in their defaults."""
     rules, flags, defaults = getattr(args, "applies_only", None) or ({}, {}, {})
     refuse_inapplicable(vars(args), rules, flags, defaults)
+    if hasattr(args, "remove_links"):  # the puncturing options (add_topology_args)
+        refuse_unseeded(vars(args))
     for dest, value in defaults.items():
         if getattr(args, dest) is None:
             setattr(args, dest, value)

@@ -95,7 +95,8 @@ def register(sub) -> None:
                            "stderr says why; --min-fidelity F sets the target)"})
     p.add_argument("spec", metavar="SPEC", nargs="?", help=f"{SPEC_HELP} (omit with --from-ir)")
     p.add_argument("--from-ir", metavar="FILE.json", help="lower this schedule IR (from 'a2a schedule') "
-                                                          "instead of solving SPEC")
+                                                          "instead of solving SPEC; its LP times are solved again "
+                                                          "and an IR whose records differ is refused")
     p.add_argument("--emit", choices=sorted(EMITS), required=True,
                    help="output format: " + "; ".join(f"{k}: {v[1]}" for k, v in EMITS.items()))
     p.add_argument("--method", choices=("tsmcf", "mcf-extp", "pmcf"),
@@ -124,7 +125,8 @@ def register(sub) -> None:
                         "(3-hop paths whose relays can stage the chunk in its output slot), on extra channels: "
                         "less scratch, but more steps and thread blocks (docs/formats.md)")
     add_injection_args(p)
-    p.add_argument("--name", help="algorithm name written into the file (default SPEC-METHOD)")
+    p.add_argument("--name", help="algorithm name written into the file: letters, digits and . _ : , = + - "
+                                  "(default SPEC-METHOD, other characters as _)")
     add_output_args(p, "FILE", "the XML", "docs/json.md: valid, format, spec, method, fabric, ranks, chunks_per_shard, "
                                           "program, predicted_time, lp_time, mcf_time, fidelity, mcf_ratio, "
                                           "target, sizes, fidelity_warning, output, ...; the same values "

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from ..cli import command_parser
-from ..errors import A2AError
 from .common import nonnegative_int, positive_int, print_json
 
 DESCRIPTION = """\
@@ -92,10 +91,9 @@ def run_show(args) -> int:
     d = read_demand(args.file)
     out = {**d.to_json_dict(max_ranks=0), **d.stats()}
     if args.chunks:
-        if not d.balanced():
-            raise A2AError(f"{args.file}: rows and columns do not all sum to the same total, so MSCCL's fixed-size "
-                           f"buffers cannot hold it; use the MPI path format (--emit mpi)")
-        out["chunk_counts"] = d.chunk_counts(d.n * args.chunks / (d.n - 1), d.n * args.chunks).tolist()
+        from ..chunk.counts import msccl_counts
+
+        out["chunk_counts"] = msccl_counts(d, args.chunks).tolist()
     if args.json:
         print_json(out)
         return 0

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ..cli import command_parser, under_launcher
+from ..cli import command_parser
+from ..launcher import under_launcher
 from ..errors import A2AError
 from ..files import check_writable
 from ..progress import Progress
@@ -241,7 +242,9 @@ def run(args) -> int:
         sol.save(args.save)
     s = sol.summary()
     if uniform is not None:
-        reused = uniform.time_under(topo, demand)
+        from ..chunk.cost import flow_time
+
+        reused = flow_time(uniform, topo, demand)
         s["uniform_reused"] = {"flow_time": reused, "uniform_flow_time": uniform.a2a_time,
                                "slowdown": reused / sol.a2a_time}
     if args.json:

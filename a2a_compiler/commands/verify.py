@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from ..cli import command_parser
 from ..errors import A2AError
 from ..fabric import parse_bandwidth
-from ..formats.msccl_rules import DEFAULT_TARGET, TARGETS
+from ..formats.msccl_rules import TARGETS
 from .common import SPEC_HELP, add_demand_arg, add_fabric_args, add_topology_args, print_json, puncture_args, \
     topology_from_args
 

@@ -7,13 +7,23 @@ chunk moves of a link schedule, for both link lowerings.
 
 from __future__ import annotations
 
+from ..errors import A2AError, echo
 from ..formats.record import Record
 from ..formats.xmlutil import safe_name
 
 
+def check_name(name: str | None) -> None:
+    """Refuse a ``--name`` that is not a safe ``name`` attribute as it is (it was silently changed)."""
+    if name and safe_name(name) != name:
+        raise A2AError(f"--name {echo(name)}: a program name holds letters, digits and . _ : , = + - only (the "
+                       f"executors' tokenizers), e.g. {safe_name(name)!r}")
+
+
 def program_name(schedule, name: str | None) -> str:
-    """``name`` (if not empty) or ``<spec>-<method>``, as a safe ``name`` attribute."""
-    return safe_name(name or f"{schedule.spec}-{schedule.method}")
+    """``name`` (if not empty; :func:`check_name`) or ``<spec>-<method>`` made safe, the spec a switched
+    topology's physical one (as :func:`record_of` records it)."""
+    check_name(name)
+    return name or safe_name(f"{schedule.info.get('switched', schedule.spec)}-{schedule.method}")
 
 
 def record_of(schedule, volumes: bool = False, target: str | None = None) -> Record:

@@ -54,7 +54,7 @@ def lower_msccl(schedule: LinkSchedule, *, channels: int | None = None, instance
     buffers (docs/formats.md): ``T[i][j]`` chunks of rank ``i`` for rank ``j`` at
     input offset ``Σ_{k<j} T[i][k]``, landing at output offset ``Σ_{k<i} T[k][j]``,
     every row and column of ``T`` summing to ``nchunksperloop``
-    (:meth:`~a2a_compiler.demand.Demand.msccl_counts`); other matrices are refused.
+    (:func:`~a2a_compiler.chunk.counts.msccl_counts`); other matrices are refused.
     """
     t = get_target(target or DEFAULT_TARGET)
     n = schedule.n_ranks
@@ -121,6 +121,20 @@ def _fits(schedule: LinkSchedule, gpus: list[MscclGpu], nchannels: int, t: Targe
                        f"else use {SCALES_FURTHER} (docs/msccl.md lists the largest size per family that fits)")
 
 
+def _why_so_many(pl: Placement, g: int, what: str) -> str:
+    """Why one channel of gpu ``g`` has too many peers' thread blocks, and whether more channels help: the runs
+    of step ``t`` start on lane ``t mod K`` (:func:`~.placement.place`), so every channel holds some step's peers
+    whole."""
+    peers = Counter(step for step, _ in {(r.step, r.src if what == "receive" else r.dst) for r in pl.runs
+                                         if (r.dst if what == "receive" else r.src) == g})
+    most = max(peers.values())
+    if most > MAX_PEER_TBS_PER_CHANNEL:
+        return (f"it {'receives from' if what == 'receive' else 'sends to'} {most} peers in one step, and every "
+                f"channel carries some step's peers whole, so more --channels cannot help (degree too high for "
+                f"MSCCL; use --emit oneccl or mpi)")
+    return "more --channels spread the steps over more channels"
+
+
 def _lower_gpus(pl: Placement) -> list[MscclGpu]:
     n, ncl = pl.n_ranks, pl.n_ranks * pl.chunks_per_shard
     fused = {r.forwards: r for r in pl.runs if r.forwards >= 0}  # received run id -> the run its rcs sends
@@ -134,7 +148,7 @@ def _lower_gpus(pl: Placement) -> list[MscclGpu]:
             per_chan = Counter(lane for lane, _, _ in keys)
             if per_chan and max(per_chan.values()) > MAX_PEER_TBS_PER_CHANNEL:
                 raise A2AError(f"gpu {g} needs {max(per_chan.values())} {what} thread blocks on one channel, "
-                               f"over the executor's limit of {MAX_PEER_TBS_PER_CHANNEL} (degree too high)")
+                               f"over the executor's limit of {MAX_PEER_TBS_PER_CHANNEL}; {_why_so_many(pl, g, what)}")
         first = 1 if any(c.rank == g for c in pl.copies) else 0   # tb 0 copies the self shard, if there is one
         tb_id = {key: first + i for i, key in enumerate(recv_keys + rcs_keys + send_keys)}
         steps: dict[int, list[MscclStep]] = {tb: [] for tb in range(first + len(tb_id))}

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..chunk.counts import msccl_counts
 from ..chunk.ir import LinkSchedule, validate
 from ..errors import A2AError
 
@@ -114,11 +115,11 @@ def check_store_and_forward(fabric) -> None:
 
 def check_balanced_layout(schedule: LinkSchedule, fmt: str) -> None:
     """Refuse an all-to-allv schedule whose chunk counts are not the fixed-size-buffer layout of its demand
-    (:meth:`~a2a_compiler.demand.Demand.msccl_counts`: every row and column summing to ``N·C``), the one
+    (:func:`~a2a_compiler.chunk.counts.msccl_counts`: every row and column summing to ``N·C``), the one
     ``fmt`` (MSCCL, MSCCL++) files are verified and run in; unbalanced matrices are refused there."""
     if schedule.demand is None:
         return
-    want = schedule.demand.msccl_counts(schedule.chunks_per_shard)
+    want = msccl_counts(schedule.demand, schedule.chunks_per_shard)
     if not np.array_equal(schedule.counts(), want):
         raise A2AError(f"this all-to-allv schedule's chunk counts do not give every rank the same buffer size; "
                        f"{fmt} needs a matrix whose rows and columns all sum to the same total: use the MPI "

@@ -47,6 +47,7 @@ from ..deadlock import assign_layers, find_deadlock
 from ..errors import A2AError
 from ..fabric import Fabric
 from ..formats.mpi_paths import mpi_paths_to_xml, parse_mpi_paths
+from ..lower import check_name
 from ..lower.mpi_paths import lower_mpi_paths
 from ..topology.model import Topology
 from ..verify.performance import routed_performance
@@ -160,7 +161,9 @@ class RoutedSchedule:
     def summary(self) -> dict:
         """The ``--json`` object of ``a2a routes`` (docs/json.md)."""
         rs, sch = self.routes, self.schedule
-        per_pair = rs.paths_per_pair()
+        n = rs.topology.n_hosts   # routes the file carries per pair (at C = 1 one, whatever the paths were)
+        per_pair = np.bincount(np.fromiter((r.src * n + r.dst for r in sch.routes), np.int64, len(sch.routes)),
+                               minlength=n * n)
         return {
             "algo": rs.algo,
             "spec": rs.topology.spec,
@@ -207,6 +210,7 @@ def route_schedule(topology: Topology, algo: str, fabric: Fabric | None = None, 
     caller already has, e.g. traced from tables).  Raises :class:`A2AError` for
     bad input, an engine failure or too many layers.
     """
+    check_name(name)
     fabric = fabric or Fabric()
     timings = {}
     t0 = time.perf_counter()

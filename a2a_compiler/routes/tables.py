@@ -35,7 +35,6 @@ port, as OpenSM counts paths per port).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Callable
@@ -465,9 +464,26 @@ class ForwardingTables:
         looping = (end != goal) & (end != pos[n]) & (blk >= 0)
         if looping.any():
             u, j = np.argwhere(looping)[0]
+            self._refuse_misdelivery(int(u), int(d[j]), nxt[:, j], layer)
             on_cycle = int(rows[end[u, j]])                   # the walk has covered all nodes: it is in the loop
             raise A2AError(f"{self.algo}: forwarding loop for host {t.names[d[j]]} through "
                            f"{node_label(t, on_cycle)}" + (f" (layer {layer})" if self.layers > 1 else ""))
+
+    def _refuse_misdelivery(self, u: int, d: int, nxt: np.ndarray, layer: int) -> None:
+        """On a fabric with switches, a walk for host ``d`` from ``u`` that enters another host was delivered
+        to the wrong host port (then bounced back: a loop); name that, not the loop."""
+        t = self.topology
+        if t.n_nodes == t.n_hosts:
+            return                                                 # hosts forward: no host port to miss
+        for _ in range(t.n_nodes):
+            v = int(nxt[u])
+            if v in (d, t.n_nodes):                                # delivered, or a dead end
+                return
+            if v < t.n_hosts:
+                raise A2AError(f"{self.algo}: {node_label(t, u)} delivers traffic for host {t.names[d]} to host "
+                               f"{t.names[v]}, a host port that is not its destination (a misdelivery)"
+                               + (f" (layer {layer})" if self.layers > 1 else ""))
+            u = v
 
     # ----------------------------------------------------- virtual lanes
     def deadlock_cycle(self, measurement: Measurement | None = None) -> str | None:

@@ -100,24 +100,6 @@ class FlowSolution:
         """Total solve time (the sum of :attr:`timings`)."""
         return float(sum(self.timings.values()))
 
-    def time_under(self, topology, demand) -> float:
-        """All-to-all(v) time in link-times of these flows with their routes and steps unchanged, every pair
-        shipping its volume under ``demand`` (a :class:`~a2a_compiler.demand.Demand`; ``None``: 1 per pair),
-        priced by the one cost model (:mod:`a2a_compiler.chunk.cost`, host–NIC terms included).
-
-        For the uniform solution and a demand matrix this is what reusing one schedule for
-        every batch costs, to set beside the re-solved ``1/F(D)``.
-        """
-        from ..chunk.cost import CostModel, stepped_time
-
-        flows = sp.coo_array(self.link_flows)
-        t, e = np.divmod(flows.col.astype(np.int64), self.n_links)
-        s, d = np.divmod(flows.row.astype(np.int64), self.n_hosts)
-        amount = flows.data if demand is None else flows.data * np.asarray(demand.volumes)[s, d]
-        model = CostModel.from_topology(topology, self.fabric)
-        loads = model.step_loads(t, e, topology.src[e], topology.dst[e], s, d, self.n_steps, counts=amount)
-        return stepped_time(loads, model.capacity, 1)[0]
-
     def throughput_bound(self) -> float | None:
         """(N-1)·F·b in bytes/s when the link bandwidth is known (Basu et al. §5.2): what each rank sends
         per second on average (with a demand too: its volumes have mean 1)."""

@@ -22,6 +22,7 @@ import os
 from dataclasses import dataclass, field, replace
 
 from ..chunk.cost import ratio
+from ..chunk.counts import msccl_counts
 from ..deadlock import find_deadlock
 from ..errors import A2AError, FormatError, echo
 from ..fabric import Fabric
@@ -165,7 +166,7 @@ def _demand_layout(fmt: str, program, demand, report: "Report", trace=None):
     * MSCCL XML and MSCCL++ plans record no layout: a file whose plain all-to-all ``trace`` is valid
       is one (reused, as below); any other is read in the all-to-allv layout of the demand given, else
       of the one its record holds,
-      :meth:`~a2a_compiler.demand.Demand.msccl_counts` (an unbalanced matrix is an
+      :func:`~a2a_compiler.chunk.counts.msccl_counts` (an unbalanced matrix is an
       :class:`~a2a_compiler.errors.A2AError`).  The two layouts never hold the same program.
     * oneCCL-style and MPI path files of an all-to-allv record the demand's volumes: they must
       be the demand's, else a data-movement error names both hashes.
@@ -187,7 +188,7 @@ def _demand_layout(fmt: str, program, demand, report: "Report", trace=None):
             f"the file was compiled for another demand matrix (volumes sha256 {recorded[:12]}), not "
             f"{demand.source} ({demand.sha256[:12]})")
     if fmt in ("msccl", "mscclpp") and trace.errors:
-        return demand.msccl_counts(report.chunks_per_shard)
+        return msccl_counts(demand, report.chunks_per_shard)
     if recorded is None:
         report.reused = True
         report.warnings.append(
@@ -244,6 +245,9 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
         root = parse_xml(data, source)
         fmt = detect_format(root, source)
         program = FORMATS[fmt].from_element(root, source)
+    if deadlock_free and fmt != "mpi":
+        raise A2AError(f"--deadlock-free applies to MPI path files (their routes' channel dependencies); this {fmt} "
+                       f"file's deadlock freedom is checked without it")
     if demand is None and program.record is not None:
         demand = program.record.demand_volumes(source)
     ranks = program.ngpus if fmt == "msccl" else program.nranks
@@ -266,7 +270,8 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
         g_ops = [sum(len(op.ops or ()) + 1 for op in tb.ops) for g in program.gpus for tb in g.threadblocks]
         report.summary = (f"{program.nranks} gpus, {report.chunks_per_shard} chunk(s) per peer, "
                           f"{'in-place' if program.inplace else 'out-of-place'}, "
-                          f"{sum(len(g.threadblocks) for g in program.gpus)} threadblocks, {sum(g_ops)} ops "
+                          f"{max((len(g.threadblocks) for g in program.gpus), default=0)} threadblocks per gpu (max; "
+                          f"{sum(len(g.threadblocks) for g in program.gpus)} in all), {sum(g_ops)} ops "
                           f"(at most {max(g_ops, default=0)} per threadblock), protocol {program.protocol}")
         run, found = _layout_run(fmt, simulate.simulate_mscclpp, demand, report)
         trace = _executor_trace(report, findings.sound, 3 * program.nranks ** 2 * max(report.chunks_per_shard, 1)
@@ -286,13 +291,14 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
         rules += findings.errors
         report.warnings += findings.warnings
         sound = findings.sound
-        tbs = sum(len(g.tbs) for g in program.gpus)
+        tbs = [len(g.tbs) for g in program.gpus]      # the executors' limits are per GPU
         steps = sum(len(t.steps) for g in program.gpus for t in g.tbs)
         nodes = max((msccl_rules.parser_nodes(program, g) for g in program.gpus), default=0)
         report.target, report.parser_nodes = target.name, nodes
         _size_rule(report, msccl_rules.msccl_size_rule(program, target) if sound else None)
         report.summary = (f"{program.ngpus} gpus, {report.chunks_per_shard} chunk(s) per peer, "
-                          f"{program.nchannels} channel(s), {tbs} thread blocks, {steps} steps, "
+                          f"{program.nchannels} channel(s), {max(tbs, default=0)} thread blocks per gpu (max; "
+                          f"{sum(tbs)} in all), {steps} steps, "
                           f"{nodes} parser nodes per rank (max; {target.name} target), proto {program.proto}")
         run, found = _layout_run(fmt, simulate.simulate_msccl, demand, report)
         trace = _executor_trace(report, sound, program.nchunksperloop * 2 * len(program.gpus)

@@ -12,7 +12,7 @@ if __name__ == "__main__":
         with interrupt.deferred():  # an import cut short would leave its module half-built
             import argparse
 
-            from a2a_compiler.cli import Parser, join_mpi_init
+            from a2a_compiler.launcher import Parser, join_mpi_init
 
             from .cli import DESCRIPTION, EPILOG, _interrupted, add_arguments, main
         parser = Parser(prog=PROG, description=DESCRIPTION, epilog=EPILOG,

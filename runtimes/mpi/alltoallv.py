@@ -42,6 +42,7 @@ def layout_counts(program, nranks: int, demand=None) -> np.ndarray | None:
     (:func:`a2a_compiler.verify.simulate.simulate_msccl`, :func:`~a2a_compiler.verify.simulate.simulate_mscclpp`).
     An MSCCL++ plan needs separate send and receive buffers.
     """
+    from a2a_compiler.chunk.counts import msccl_counts
     from a2a_compiler.formats import MpiPathProgram, MscclppProgram, MscclProgram
     from a2a_compiler.verify.simulate import simulate_msccl, simulate_mscclpp
 
@@ -65,7 +66,7 @@ def layout_counts(program, nranks: int, demand=None) -> np.ndarray | None:
             demand = program.record.demand_volumes(program.name)   # the all-to-allv it was compiled for
         if demand is None or not moves():
             return np.full((nranks, nranks), c, np.int64)
-        counts = demand.msccl_counts(c)
+        counts = msccl_counts(demand, c)
         wrong = moves(counts)
         if wrong:
             raise A2AError(f"{what} {program.name!r} moves data neither as an all-to-all nor as the all-to-allv "
@@ -113,8 +114,9 @@ class Alltoallv(Alltoall):
             err, sc, rc = str(exc), np.zeros(n, np.int64), np.zeros(n, np.int64)
         table = np.empty((n, 2 * n + 1), np.int64)
         comm.Allgather(np.concatenate([sc, rc, [err is not None]]), table)
-        if table[:, -1].any():
-            raise A2AError(err or f"rank {int(np.flatnonzero(table[:, -1])[0])}: invalid all-to-allv arguments")
+        if table[:, -1].any():                       # every rank says what is wrong on the first rank wrong
+            bad = int(np.flatnonzero(table[:, -1])[0])
+            raise A2AError(f"rank {bad}: {comm.allgather(err)[bad]}")
         counts = table[:, :n]                        # counts[s, d]: bytes s sends d
         _check(counts, table[:, n:2 * n], self.layout)
         rbytes[rd[me]:rd[me] + counts[me, me]] = sbytes[sd[me]:sd[me] + counts[me, me]]
@@ -164,8 +166,11 @@ def _arguments(sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, n: in
 def _blocks(counts, displs, n: int, size: int, what: str) -> tuple[np.ndarray, np.ndarray]:
     """Counts and displacements (packed when ``displs`` is None) as int64 arrays, checked against the buffer."""
     c = np.asarray(counts, dtype=np.int64).reshape(-1)
-    if len(c) != n or np.any(c < 0):
+    if len(c) != n:
         raise A2AError(f"{what} counts must be {n} integers >= 0, got {len(c)}")
+    if np.any(c < 0):
+        peer = int(np.flatnonzero(c < 0)[0])
+        raise A2AError(f"{what} count for rank {peer} is {c[peer]}; counts must be >= 0")
     d = np.concatenate([[0], np.cumsum(c)[:-1]]) if displs is None else np.asarray(displs, dtype=np.int64).reshape(-1)
     if len(d) != n or np.any(d < 0) or np.any(d + c > size):
         raise A2AError(f"{what} blocks (counts + displacements) fall outside the {size}-element buffer")

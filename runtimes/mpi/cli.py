@@ -22,10 +22,10 @@ import threading
 import time
 import traceback
 from fractions import Fraction
-from typing import NamedTuple
+from typing import NamedTuple, NoReturn
 
 from a2a_compiler import interrupt
-from a2a_compiler.cli import MPI_EXIT_DELAY, join_mpi_init, launcher_rank
+from a2a_compiler.launcher import MPI_EXIT_DELAY, join_mpi_init, launcher_rank, release_shared_memory
 from a2a_compiler.errors import A2AError
 from a2a_compiler.vocabulary import versioned
 
@@ -405,6 +405,10 @@ def _main(args, prog: str) -> int:
     out = sys.stdout if rank == 0 else None
     with Watchdog(args.timeout, comm, prog) as watchdog:
         watchdog.watch_peers()
+        local = comm.Split_type(MPI.COMM_TYPE_SHARED)
+        local_ranks = local.size
+        release_shared_memory(local)
+        local.Free()
         try:
             agree(comm, lambda: check_applicable(args))
             sizes = agree(comm, lambda: sweep_sizes(args))
@@ -416,9 +420,6 @@ def _main(args, prog: str) -> int:
                           topology=args.topology)
             check_applicable(args, a2a.plan.format)  # same file and options on every rank: all raise or none
             link_bw, flow, warnings = comm.bcast(on_root(comm, lambda: bound_inputs(args, a2a.plan.record, demand)))
-            local = comm.Split_type(MPI.COMM_TYPE_SHARED)
-            local_ranks = local.size
-            local.Free()
             agree(comm, lambda: _check_memory(a2a, sizes[-1], local_ranks, demand))
         except A2AError as exc:
             if rank == 0:
@@ -447,20 +448,29 @@ def _main(args, prog: str) -> int:
             results, failures = _sweep(args, comm, a2a, sizes, header, bound, watchdog, out, demand)
         except A2AError as exc:  # raised on one rank mid-run: the others are blocked, abort them
             print(f"{prog}: error: {exc}", file=sys.stderr, flush=True)
-            comm.Abort(1)
+            _abort(comm, 1)
         except KeyboardInterrupt:
             raise
         except MPI.Exception as exc:  # a transport error, e.g. a peer died: name it if it was local
             watchdog.end_if_peer_died()
             print(f"{prog}: rank {rank}: MPI error: {str(exc).splitlines()[0]}", file=sys.stderr, flush=True)
-            comm.Abort(1)
+            _abort(comm, 1)
         except BaseException:  # a bug on one rank: never leave the others waiting
             traceback.print_exc()
-            sys.stderr.flush()
-            comm.Abort(1)
+            _abort(comm, 1)
         failures = comm.bcast(failures)
         a2a.free()
     return 1 if failures else 0
+
+
+def _abort(comm, status: int) -> NoReturn:
+    """MPI_Abort the job and end this process with ``status`` even when MPI_Abort returns: MPICH's does
+    when the launcher is already ending the job (a rank was killed), and the code after it must not run
+    (it raised UnboundLocalError, one run in 7)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    comm.Abort(status)
+    os._exit(status)
 
 
 def _demand(args, n: int):
@@ -529,8 +539,8 @@ def _sweep(args, comm, a2a, sizes, header, bound, watchdog, out, demand=None):
 
 def _print_footer(out, average: dict, sizes: int, failures: int, check: str) -> None:
     if sizes:
-        print(f"# average over {sizes} size(s): algbw {average['algbw_GBps']:.3f} GB/s, busbw "
-              f"{average['busbw_GBps']:.3f} GB/s, native algbw {average['native_algbw_GBps']:.3f} GB/s, "
+        print(f"# average over {sizes} size(s): algbw {average['algbw_GBps']:.4g} GB/s, busbw "
+              f"{average['busbw_GBps']:.4g} GB/s, native algbw {average['native_algbw_GBps']:.4g} GB/s, "
               f"ratio {average['ratio_to_native']:.3f}", file=out)
     if failures:
         print(f"# {failures} size(s) FAILED the byte-exact check", file=out)
@@ -564,7 +574,7 @@ def _print_header(out, h: dict) -> None:
         print("# native: MPI_Alltoall on the same communicator; ratio = algbw / native algbw (> 1: the schedule "
               "is faster)", file=out)
     if h["throughput_bound_GBps"]:
-        print(f"# %bound = algbw / (N-1)*F*b, the link MCF bound {h['throughput_bound_GBps']:.3f} GB/s "
+        print(f"# %bound = algbw / (N-1)*F*b, the link MCF bound {h['throughput_bound_GBps']:.4g} GB/s "
               f"(F = {h['mcf_flow']:g})",
               file=out)
     cols = ["bytes", "chunk", "min(us)", "median(us)", "max(us)", "algbw(GB/s)", "busbw(GB/s)", "native(us)",
@@ -573,11 +583,12 @@ def _print_header(out, h: dict) -> None:
 
 
 def _print_row(out, r: dict, bound: bool) -> None:
+    """One size: bandwidths to 4 significant digits (the testbed's Mbit/s links give GB/s of 0.001)."""
     cells = [r["size_bytes"], "-" if r["chunk_bytes"] is None else r["chunk_bytes"], f"{r['time_min_s'] * 1e6:.1f}",
              f"{r['time_median_s'] * 1e6:.1f}",
-             f"{r['time_max_s'] * 1e6:.1f}", f"{r['algbw_GBps']:.3f}", f"{r['busbw_GBps']:.3f}",
+             f"{r['time_max_s'] * 1e6:.1f}", f"{r['algbw_GBps']:.4g}", f"{r['busbw_GBps']:.4g}",
              f"{r['native_time_median_s'] * 1e6:.1f}",
-             f"{r['native_algbw_GBps']:.3f}", f"{r['ratio_to_native']:.3f}"]
+             f"{r['native_algbw_GBps']:.4g}", f"{r['ratio_to_native']:.3f}"]
     if bound:
         cells.append(f"{100 * r['bound_fraction']:.1f}")
     cells.append("ok" if r["verified"] else ("FAILED" if r["error"] else "-"))

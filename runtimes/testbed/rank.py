@@ -36,7 +36,7 @@ def _check_placement(host_ns: list[str], rank: int) -> str | None:
 
 
 def main(job_path: str, out_path: str) -> int:
-    from runtimes.mpi.cli import launcher_rank
+    from a2a_compiler.launcher import launcher_rank
 
     with open(job_path) as fh:
         job = json.load(fh)

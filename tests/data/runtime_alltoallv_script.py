@@ -49,7 +49,15 @@ for arg in sys.argv[1:]:
         a2av(np.zeros(counts[rank].sum()), counts[rank], None, np.zeros(rc.sum()), rc, None)
     except A2AError as exc:
         errors.append(str(exc))
+    try:  # rank 2 gives a negative count for rank 3: every rank says so
+        sc, rc = matrices[2][rank], matrices[2][:, rank]
+        bad = sc - (rank == 2) * (matrices[2][2, 3] + 1) * np.eye(N, dtype=np.int64)[3]
+        a2av(np.zeros(sc.sum()), bad, None, np.zeros(rc.sum()), rc, None)
+        negative = None
+    except A2AError as exc:
+        negative = str(exc)
     a2av.free()
-    exact = comm.gather(all(exact))
+    exact, negative = comm.gather(all(exact)), comm.gather(negative)
     if rank == 0:
-        print(json.dumps({"schedule": arg, "format": a2av.format, "exact": exact, "mismatch": errors}), flush=True)
+        print(json.dumps({"schedule": arg, "format": a2av.format, "exact": exact, "mismatch": errors,
+                          "negative": negative}), flush=True)
