@@ -11,7 +11,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from a2a_compiler.files import atomic_write  # noqa: E402
+from a2a_compiler.files import atomic_write, write_png  # noqa: E402,F401 (write_png: re-exported to the figures)
 
 
 def write_csv(path: Path, header: list[str], rows: list[list]) -> Path:
