@@ -147,7 +147,7 @@ def prepare(path: Path, topology: Topology, fabric: Fabric, demand=None) -> Item
     """Read, verify and price one schedule for this fabric (as an all-to-allv of ``demand``, if given);
     one clear error if it cannot run here."""
     from a2a_compiler.verify import verify_file
-    from runtimes.mpi.alltoallv import layout_counts
+    from runtimes.mpi.plan import layout_counts
 
     report = verify_file(path, topology, fabric, lp=False, demand=demand)
     if not report.valid:
