@@ -645,6 +645,11 @@ def layout_counts(program, nranks: int, demand=None) -> np.ndarray | None:
 # -------------------------------------------------------------- dispatch
 
 
+def program_ranks(program) -> int:
+    """The number of ranks a loaded program is for."""
+    return program.ngpus if hasattr(program, "ngpus") else program.nranks
+
+
 def load_schedule(path) -> tuple[str, object]:
     """Read any schedule file the compiler emits (or MSCCL XML from other tools)."""
     from a2a_compiler.formats import load_program

@@ -1,0 +1,116 @@
+"""One rank of a torch.distributed (gloo) test job: ``python torch_ranks.py CASE ARGS`` under tests/torchjobs.py.
+
+Every rank prints one JSON line on stdout; an :class:`A2AError` is one line on stderr and exit 2.
+
+* ``exact FILE...``: each schedule against ``dist.all_to_all_single`` (equal and random splits, zero-size
+  blocks included, float32, bfloat16 and int64) and ``dist.all_to_all``: which cases were byte-exact.
+* ``bad WHAT FILE``: one bad input (``WHAT``) on some ranks; the error each rank got.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+from a2a_compiler.errors import A2AError
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "int64": torch.int64}
+
+
+def _payload(rows: int, dtype, rank: int, call: int):
+    g = torch.Generator().manual_seed(1000 * call + rank)
+    return (torch.randn(rows, 3, generator=g) * 1000).to(dtype)
+
+
+def _splits(n: int, call: int) -> torch.Tensor:
+    """Rows rank s sends rank d: random 0..6 with rank 0 sending nothing to rank 1 and rank 2 nothing at all."""
+    s = torch.randint(0, 7, (n, n), generator=torch.Generator().manual_seed(call))
+    s[0, 1] = 0
+    s[2, :] = 0
+    return s
+
+
+def _same(a, b) -> bool:
+    return a.shape == b.shape and torch.equal(a.reshape(-1).view(torch.uint8), b.reshape(-1).view(torch.uint8))
+
+
+def exact(files: list[str]) -> dict:
+    from runtimes.torch import AllToAll
+
+    n, me = dist.get_world_size(), dist.get_rank()
+    out = {}
+    for f in files:
+        a2a = AllToAll(f)
+        res = {}
+        for call, (name, dtype) in enumerate(DTYPES.items()):
+            x = _payload(n * 4, dtype, me, call)
+            ref, ours = torch.empty_like(x), torch.full_like(x, 7)
+            dist.all_to_all_single(ref, x)
+            a2a.all_to_all_single(ours, x)
+            res[f"uniform/{name}"] = _same(ref, ours)
+            for k in range(2):                          # the splits change from call to call
+                sp = _splits(n, 10 * call + k)
+                ins, outs = sp[me].tolist(), sp[:, me].tolist()
+                x = _payload(sum(ins), dtype, me, call)
+                ref = torch.empty(sum(outs), 3, dtype=dtype)
+                ours = torch.full_like(ref, 7)
+                dist.all_to_all_single(ref, x, outs, ins)
+                a2a.all_to_all_single(ours, x, outs, ins)
+                res[f"random{k}/{name}"] = _same(ref, ours)
+            ins = list(_payload(2 * n, dtype, me, call).chunk(n))   # gloo's list form takes equal sizes only
+            ref = [torch.empty(2, 3, dtype=dtype) for _ in range(n)]
+            ours = [torch.full_like(t, 7) for t in ref]
+            dist.all_to_all(ref, ins)
+            a2a.all_to_all(ours, ins)
+            res[f"list/{name}"] = all(_same(a, b) for a, b in zip(ref, ours))
+        out[f] = {"format": a2a.format, "exact": res}
+    return out
+
+
+def bad(what: str, file: str) -> dict:
+    from runtimes.torch import AllToAll
+
+    n, me = dist.get_world_size(), dist.get_rank()
+    opts = {"timeout": 3.0}
+    if what == "rank_map":
+        opts["rank_map"] = file + ".map"
+    a2a = AllToAll(file, **opts)
+    x = torch.arange(4.0 * n)
+    y = torch.empty_like(x)
+    if what == "splits":                   # rank 1 expects one element more from rank 0 than rank 0 sends
+        ins = [4] * n
+        outs = [5 if (me == 1 and s == 0) else 4 for s in range(n)]
+        a2a.all_to_all_single(torch.empty(sum(outs)), x, outs, ins)
+    elif what == "noncontiguous" and me == 2:
+        a2a.all_to_all_single(y, torch.arange(8.0 * n).reshape(-1, 2)[:, 0])
+    elif what == "dtype" and me == 3:
+        a2a.all_to_all_single(y.to(torch.float64), x)
+    elif what in ("dead", "late") and me == n - 1:
+        if what == "dead":
+            os._exit(9)
+        time.sleep(8)
+    else:
+        a2a.all_to_all_single(y, x)
+    return {"ok": True}
+
+
+def main() -> int:
+    case, args = sys.argv[1], sys.argv[2:]
+    dist.init_process_group("gloo")
+    try:
+        result = exact(args) if case == "exact" else bad(*args)
+    except A2AError as exc:
+        print(f"torch_ranks: error: {exc}", file=sys.stderr, flush=True)
+        return 2
+    print(json.dumps(result), flush=True)
+    dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
