@@ -4,6 +4,7 @@ format, the drop-in under an unmodified MoE layer, and bad input as one line on 
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -50,3 +51,65 @@ def test_every_format_is_byte_exact_on_16_ranks(tmp_path):
     results = _exact(16, files, 420)
     for f in files:
         assert [r[f]["exact"] for r in results] == [dict.fromkeys(results[0][f]["exact"], True)] * 16, f
+
+
+def test_a_permuted_rank_map_is_byte_exact(tmp_path):
+    import socket
+
+    (path,) = [f for f in _compile("hypercube:2", tmp_path) if f.endswith(".mpi.xml")]
+    host = socket.gethostname()
+    (tmp_path / "perm.map").write_text("".join(f"{host} {h}\n" for h in (2, 0, 3, 1)))
+    (res,) = {json.dumps(r) for r in _exact(4, [f"{path}@{tmp_path / 'perm.map'}"], 120)}
+    assert set(json.loads(res)[f"{path}@{tmp_path / 'perm.map'}"]["exact"].values()) == {True}
+
+
+@pytest.fixture(scope="module")
+def four(tmp_path_factory):
+    """A 4-rank MPI path schedule (hypercube:2) and an 8-rank one."""
+    d = tmp_path_factory.mktemp("bad")
+    return (a2a_compiler.compile("hypercube:2", "mpi").write(d / "h2.mpi.xml"),
+            a2a_compiler.compile("hypercube:3", "mpi").write(d / "h3.mpi.xml"))
+
+
+def _errors(what: str, file, n: int = 4) -> list[tuple[int, str]]:
+    ranks = torchrun(n, RANKS, "bad", what, str(file), timeout=90)
+    return [(r.returncode, r.stderr.strip()) for r in ranks]
+
+
+@pytest.mark.parametrize("what, line", [
+    ("splits", "rank 0 sends rank 1 16 bytes but rank 1 expects 20"),
+    ("noncontiguous", "rank 2: input is not contiguous; pass input.contiguous()"),
+    ("dtype", "rank 3: input holds torch.float32 and output torch.float64; use one dtype"),
+])
+def test_bad_arguments_are_one_line_on_every_rank(four, what, line):
+    assert _errors(what, four[0]) == [(2, f"torch_ranks: error: {line}")] * 4
+
+
+def test_a_schedule_for_another_world_size_is_one_line_on_every_rank(four):
+    line = ("torch_ranks: error: the schedule is for 8 ranks but the process group has 4; launch 8 ranks "
+            "(torchrun --nproc-per-node)")
+    assert _errors("size", four[1]) == [(2, line)] * 4
+
+
+def test_a_wrong_rank_map_is_one_line_on_every_rank(four):
+    import socket
+
+    (four[0].parent / "h2.mpi.xml.map").write_text("".join(f"node-x {h}\n" for h in range(4)))
+    line = (f"torch_ranks: error: {four[0]}.map: rank 0 runs on {socket.gethostname()!r}, which the rank map does "
+            f"not list; the map expects a process on 'node-x' (line 1), where none runs")
+    assert _errors("rank_map", four[0]) == [(2, line)] * 4
+
+
+def test_a_late_rank_is_named_by_every_other_rank_within_the_timeout(four):
+    got = _errors("late", four[0])
+    assert got[:3] == [(2, f"torch_ranks: error: rank {r}: rank 3 did not arrive within 3 s (receive from rank 3, "
+                           f"72 bytes)") for r in range(3)]
+    assert got[3][0] == 0
+
+
+def test_a_dead_rank_is_named_by_every_other_rank(four):
+    got = _errors("dead", four[0])
+    assert [rc for rc, _ in got] == [2, 2, 2, 9]
+    for r, (_, err) in enumerate(got[:3]):
+        assert re.fullmatch(rf"torch_ranks: error: rank {r}: lost rank 3 \(receive from it failed: (Connection closed "
+                            rf"by peer|Read error) \[127.0.0.1\]:\d+(: Connection reset by peer)?\)", err), err

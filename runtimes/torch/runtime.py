@@ -65,11 +65,11 @@ class TorchTransport:
 
     def isend(self, buf, peer: int, tag: int) -> _Request:
         work = dist.isend(buf, group=self.group, group_dst=self.ranks[peer], tag=tag)
-        return _Request(work, peer, "send to", buf.numel())
+        return _Request(work, peer, "send to", buf.nbytes)
 
     def irecv(self, buf, peer: int, tag: int) -> _Request:
         work = dist.irecv(buf, group=self.group, group_src=self.ranks[peer], tag=tag)
-        return _Request(work, peer, "receive from", buf.numel())
+        return _Request(work, peer, "receive from", buf.nbytes)
 
     def start(self, sends: list, recvs: list) -> list[_Request]:
         """Post receives and sends as one ``batch_isend_irecv``; receives' requests first."""
@@ -81,7 +81,7 @@ class TorchTransport:
         if len(works) != len(ops):   # a coalescing backend (NCCL): one work completes the whole batch
             works = works[-1:] * len(ops)
         msgs = [(p, "receive from", b) for b, p, _ in recvs] + [(p, "send to", b) for b, p, _ in sends]
-        return [_Request(w, p, what, b.numel()) for w, (p, what, b) in zip(works, msgs)]
+        return [_Request(w, p, what, b.nbytes) for w, (p, what, b) in zip(works, msgs)]
 
     def _watch(self, req: _Request) -> None:
         if req.waiter is None and not req.done:
@@ -136,8 +136,7 @@ class TorchTransport:
         if timed_out or "timed out" in str(exc).lower() or "timeout" in str(exc).lower():
             raise A2AError(f"rank {self.rank}: rank {peer} did not arrive within {self.timeout:g} s "
                            f"({req.what} rank {peer}, {req.nbytes} bytes)")
-        why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise A2AError(f"rank {self.rank}: lost rank {peer} ({req.what} it failed: {why})")
+        raise A2AError(f"rank {self.rank}: lost rank {peer} ({req.what} it failed: {_why(exc)})")
 
     def barrier(self) -> None:
         """Every rank reached this point: an empty message to and from every peer (named if one is missing)."""
@@ -182,7 +181,8 @@ class AllToAll:
         self.group = dist.group.WORLD if group is None else group
         size, me = dist.get_world_size(self.group), dist.get_rank(self.group)
         names = [None] * size
-        dist.all_gather_object(names, socket.gethostname() if rank_map is not None else None, group=self.group)
+        _collective(me, "gathering host names", lambda: dist.all_gather_object(
+            names, socket.gethostname() if rank_map is not None else None, group=self.group))
 
         def setup():
             program = load_schedule(schedule)[1] if isinstance(schedule, (str, os.PathLike)) else schedule
@@ -202,7 +202,8 @@ class AllToAll:
                 box = [None, str(exc)]
             except Exception as exc:  # noqa: BLE001 - a bug: re-raised on rank 0 once every rank knows
                 box, bug = [None, f"rank 0: internal error: {type(exc).__name__}: {exc}"], exc
-        dist.broadcast_object_list(box, src=dist.get_global_rank(self.group, 0), group=self.group)
+        _collective(me, "broadcasting the plans", lambda: dist.broadcast_object_list(
+            box, src=dist.get_global_rank(self.group, 0), group=self.group))
         if bug is not None:
             raise bug
         if box[1] is not None:
@@ -267,9 +268,12 @@ class AllToAll:
         sc_h[nodes], rc_h[nodes] = sc, rc                  # blocks by host, not by rank
         row = torch.from_numpy(np.concatenate([sc_h, rc_h, [err is not None]])).to(device)
         table = tp.exchange(row).cpu().numpy()
-        if table[:, -1].any():
-            first = int(np.flatnonzero(table[:, -1])[0])
-            raise A2AError(err or f"rank {self.nodes.index(first)}: invalid all-to-all arguments")
+        if table[:, -1].any():                             # every rank learns the lowest failing rank's line
+            errors = [None] * n
+            _collective(tp.rank, "gathering the argument errors",
+                        lambda: dist.all_gather_object(errors, err, group=self.group))
+            first = next(r for r, e in enumerate(errors) if e is not None)
+            raise A2AError(f"rank {first}: {errors[first]}")
         counts = table[:, :n]
         try:
             check_counts(counts, table[:, n:2 * n], self.layout)
@@ -278,6 +282,23 @@ class AllToAll:
         sd, rd = np.empty_like(sc), np.empty_like(rc)
         sd[nodes], rd[nodes] = np.cumsum(sc) - sc, np.cumsum(rc) - rc   # blocks packed in group rank order
         run_alltoallv(self.plan, self.layout, counts, send, sd, recv, rd, tp)
+
+
+def _why(exc: BaseException) -> str:
+    """A backend error's gist: gloo's ``[file:line] Connection closed by peer [addr]:port. This is ...`` is
+    ``Connection closed by peer [addr]:port``."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if text.startswith("[") and "] " in text:
+        text = text.split("] ", 1)[1]
+    return text.split(". ", 1)[0]
+
+
+def _collective(rank: int, what: str, fn):
+    """``fn()``, a collective of the group's backend; its failure (a rank died) as one line."""
+    try:
+        return fn()
+    except RuntimeError as exc:
+        raise A2AError(f"rank {rank}: {what} failed: {_why(exc)}") from None
 
 
 def _ranks_named(msg: str, nodes: list[int]) -> str:

@@ -2,7 +2,7 @@
 
 Every rank prints one JSON line on stdout; an :class:`A2AError` is one line on stderr and exit 2.
 
-* ``exact FILE...``: each schedule against ``dist.all_to_all_single`` (equal and random splits, zero-size
+* ``exact FILE[@MAP]...``: each schedule (under rank map MAP) against ``dist.all_to_all_single`` (equal and random splits, zero-size
   blocks included, float32, bfloat16 and int64) and ``dist.all_to_all``: which cases were byte-exact.
 * ``bad WHAT FILE``: one bad input (``WHAT``) on some ranks; the error each rank got.
 """
@@ -45,7 +45,8 @@ def exact(files: list[str]) -> dict:
     n, me = dist.get_world_size(), dist.get_rank()
     out = {}
     for f in files:
-        a2a = AllToAll(f)
+        path, _, rank_map = f.partition("@")
+        a2a = AllToAll(path, rank_map=rank_map or None)
         res = {}
         for call, (name, dtype) in enumerate(DTYPES.items()):
             x = _payload(n * 4, dtype, me, call)
@@ -76,10 +77,7 @@ def bad(what: str, file: str) -> dict:
     from runtimes.torch import AllToAll
 
     n, me = dist.get_world_size(), dist.get_rank()
-    opts = {"timeout": 3.0}
-    if what == "rank_map":
-        opts["rank_map"] = file + ".map"
-    a2a = AllToAll(file, **opts)
+    a2a = AllToAll(file, timeout=3.0 if what == "late" else 60.0, rank_map=file + ".map" if what == "rank_map" else None)
     x = torch.arange(4.0 * n)
     y = torch.empty_like(x)
     if what == "splits":                   # rank 1 expects one element more from rank 0 than rank 0 sends
@@ -91,10 +89,13 @@ def bad(what: str, file: str) -> dict:
     elif what == "dtype" and me == 3:
         a2a.all_to_all_single(y.to(torch.float64), x)
     elif what in ("dead", "late") and me == n - 1:
+        dist.barrier()                     # every rank has its plan
         if what == "dead":
             os._exit(9)
         time.sleep(8)
     else:
+        if what in ("dead", "late"):
+            dist.barrier()
         a2a.all_to_all_single(y, x)
     return {"ok": True}
 
@@ -103,12 +104,12 @@ def main() -> int:
     case, args = sys.argv[1], sys.argv[2:]
     dist.init_process_group("gloo")
     try:
-        result = exact(args) if case == "exact" else bad(*args)
+        print(json.dumps(exact(args) if case == "exact" else bad(*args)), flush=True)
     except A2AError as exc:
         print(f"torch_ranks: error: {exc}", file=sys.stderr, flush=True)
         return 2
-    print(json.dumps(result), flush=True)
-    dist.destroy_process_group()
+    finally:
+        dist.destroy_process_group()
     return 0
 
 
