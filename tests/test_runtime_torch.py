@@ -113,3 +113,22 @@ def test_a_dead_rank_is_named_by_every_other_rank(four):
     for r, (_, err) in enumerate(got[:3]):
         assert re.fullmatch(rf"torch_ranks: error: rank {r}: lost rank 3 \(receive from it failed: (Connection closed "
                             rf"by peer|Read error) \[127.0.0.1\]:\d+(: Connection reset by peer)?\)", err), err
+
+
+def test_an_unmodified_moe_layer_through_the_drop_in_gives_the_native_losses(tmp_path):
+    # tools/torch_moe.py: native first (dumping the router's choices), then the demand-aware schedule compiled
+    # from that dump installed in one line, the layer under torch.compile (the all-to-all is a graph break)
+    from a2a_compiler.demand import router_demand
+
+    moe = [str(REPO / "tools" / "torch_moe.py"), "--steps", "2", "--tokens", "64"]
+    native = torchrun(8, *moe, "--dump-router", str(tmp_path / "routing.npy"), timeout=300)
+    demand = router_demand(tmp_path / "routing.npy", experts=16)
+    path = a2a_compiler.compile("bipartite:4", "mpi", demand=demand).write(tmp_path / "moe.mpi.xml")
+    ours = torchrun(8, *moe, "--schedule", str(path), "--compile", timeout=300)
+    assert [r.returncode for r in native + ours] == [0] * 16, ours[0].stderr
+    losses = [[json.loads(x) for x in run[0].stdout.splitlines()] for run in (native, ours)]
+    assert [x["loss"] for x in losses[0][:2]] == [x["loss"] for x in losses[1][:2]]
+    assert (losses[0][2], losses[1][2]) == ({"schedule_calls": 0}, {"schedule_calls": 10})   # 5 calls a step
+    assert ours[0].stderr.splitlines()[0] == ("a2a: dist.all_to_all_single and dist.all_to_all on this group now "
+                                              "run schedule 'bipartite:4-mcf-extp' (mpi, route mode relay, 8 ranks); "
+                                              "other groups and every other collective go to gloo untouched")

@@ -116,6 +116,6 @@ def install(schedule, group=None, **options) -> Installation:
     a2a = AllToAll(schedule, group, **options)
     inst = Installation(a2a)
     backend = dist.get_backend(a2a.group)
-    say_once(a2a.group, f"dist.all_to_all_single and dist.all_to_all on this {a2a.plan.nranks}-rank group run "
-                        f"{a2a.describe()}; other groups and every other collective go to {backend} untouched")
+    say_once(a2a.group, f"dist.all_to_all_single and dist.all_to_all on this group now run {a2a.describe()}; "
+                        f"other groups and every other collective go to {backend} untouched")
     return inst

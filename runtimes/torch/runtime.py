@@ -221,10 +221,10 @@ class AllToAll:
         return self.plan.format
 
     def describe(self) -> str:
-        """One line: the schedule, its format and the group it runs on."""
+        """One line: the schedule, its format and rank count."""
         p = self.plan
         mode = f", route mode {p.route_mode}" if p.route_mode else ""
-        return f"schedule {p.name!r} ({p.format}{mode}) on a {p.nranks}-rank group"
+        return f"schedule {p.name!r} ({p.format}{mode}, {p.nranks} ranks)"
 
     def all_to_all_single(self, output, input, output_split_sizes=None, input_split_sizes=None) -> None:
         """``torch.distributed.all_to_all_single(output, input, output_split_sizes, input_split_sizes)`` with
