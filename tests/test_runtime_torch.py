@@ -132,3 +132,13 @@ def test_an_unmodified_moe_layer_through_the_drop_in_gives_the_native_losses(tmp
     assert ours[0].stderr.splitlines()[0] == ("a2a: dist.all_to_all_single and dist.all_to_all on this group now "
                                               "run schedule 'bipartite:4-mcf-extp' (mpi, route mode relay, 8 ranks); "
                                               "other groups and every other collective go to gloo untouched")
+
+
+def test_the_drop_in_takes_its_group_and_passes_other_groups_to_the_backend(four):
+    ranks = torchrun(4, RANKS, "dropin", str(four[0]), timeout=120)
+    assert [r.returncode for r in ranks] == [0] * 4, ranks[0].stderr
+    got = [json.loads(r.stdout) for r in ranks]
+    assert [g["y"] for g in got] == [[100.0 * s + 2 * d + k for s in range(4) for k in range(2)] for d in range(4)]
+    assert [g["z"] for g in got] == [[0.0, 10.0], [1.0, 11.0], None, None]
+    assert [(g["counts"], g["restored"]) for g in got] == [([1, 1], True)] * 2 + [([1, 0], True)] * 2
+    assert ranks[0].stderr.count("a2a: ") == 1 and ranks[1].stderr == ""

@@ -4,6 +4,7 @@ Every rank prints one JSON line on stdout; an :class:`A2AError` is one line on s
 
 * ``exact FILE[@MAP]...``: each schedule (under rank map MAP) against ``dist.all_to_all_single`` (equal and random splits, zero-size
   blocks included, float32, bfloat16 and int64) and ``dist.all_to_all``: which cases were byte-exact.
+* ``dropin FILE``: ``install`` takes a world call and passes one on another group to gloo.
 * ``bad WHAT FILE``: one bad input (``WHAT``) on some ranks; the error each rank got.
 """
 
@@ -100,11 +101,32 @@ def bad(what: str, file: str) -> dict:
     return {"ok": True}
 
 
+def dropin(file: str) -> dict:
+    """install(): a world call runs the schedule, a call on another group goes to gloo; uninstall restores."""
+    from runtimes.torch import install
+
+    n, me = dist.get_world_size(), dist.get_rank()
+    pair = dist.new_group([0, 1])
+    original = dist.all_to_all_single
+    x = torch.arange(2.0 * n) + 100 * me
+    with install(file) as inst:
+        y = torch.empty_like(x)
+        work = dist.all_to_all_single(y, x, async_op=True)
+        work.wait()
+        z = torch.empty(2)
+        if me < 2:
+            dist.all_to_all_single(z, torch.tensor([10.0 * me, 10.0 * me + 1]), group=pair)
+        counts = (inst.taken, inst.passed)
+    return {"y": y.tolist(), "z": z.tolist() if me < 2 else None, "counts": counts,
+            "restored": dist.all_to_all_single is original and dist.distributed_c10d.all_to_all_single is original}
+
+
 def main() -> int:
     case, args = sys.argv[1], sys.argv[2:]
     dist.init_process_group("gloo")
     try:
-        print(json.dumps(exact(args) if case == "exact" else bad(*args)), flush=True)
+        print(json.dumps({"exact": exact, "bad": bad, "dropin": dropin}[case](*([args] if case == "exact" else args))),
+              flush=True)
     except A2AError as exc:
         print(f"torch_ranks: error: {exc}", file=sys.stderr, flush=True)
         return 2
