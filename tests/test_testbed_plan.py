@@ -272,3 +272,11 @@ def test_help_examples_pass_the_rate_check():
     for argv in examples:
         args = build_parser("testbed").parse_args(argv[1:])
         assert Layout("x", topology_from_args(args), _fabric(args)).aggregate_rate() <= MAX_AGGREGATE_BPS, argv
+
+
+def test_bench_runtime_torch_refuses_what_it_does_not_run():
+    p = _a2a("testbed", "bench", "hypercube:3", "--native", "--fft", "8", "--runtime", "torch", "--name", "tfft")
+    assert (p.returncode, p.stdout, p.stderr.splitlines()) == (
+        2, "", ["a2a testbed: error: --fft runs with --runtime mpi only"])
+    p = _a2a("testbed", "bench", "hypercube:2", "--jobs", "j.json", "--schedule", "a.xml", "--runtime", "torch")
+    assert p.stderr.splitlines() == ["a2a testbed: error: --jobs runs with --runtime mpi only"]

@@ -17,6 +17,7 @@ link's predicted bytes are what the schedule puts there for those counts
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import os
@@ -224,6 +225,8 @@ def bench(topology: Topology, fabric: Fabric, schedules: list[Path], *, native: 
         raise A2AError(f"--runtime must be one of {', '.join(RUNTIMES)}, got {runtime!r}")
     if runtime == "torch" and fft is not None:
         raise A2AError("--fft runs with --runtime mpi only")
+    if runtime == "torch" and importlib.util.find_spec("torch") is None:
+        raise A2AError("--runtime torch needs torch: pip install 'a2a-compiler[torch]'")
     items = [prepare(Path(p), topology, fabric, demand) for p in schedules]
     n = topology.n_hosts
     if fft is not None:
