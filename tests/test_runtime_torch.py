@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 
+import numpy as np
 import pytest
 
 import a2a_compiler
@@ -53,51 +54,58 @@ def test_every_format_is_byte_exact_on_16_ranks(tmp_path):
         assert [r[f]["exact"] for r in results] == [dict.fromkeys(results[0][f]["exact"], True)] * 16, f
 
 
-def test_a_permuted_rank_map_is_byte_exact(tmp_path):
+@pytest.fixture(scope="module")
+def four(tmp_path_factory):
+    """A 4-rank MPI path schedule (hypercube:2), an 8-rank one, a rank map naming another machine and a
+    permuted one."""
     import socket
 
-    (path,) = [f for f in _compile("hypercube:2", tmp_path) if f.endswith(".mpi.xml")]
-    host = socket.gethostname()
-    (tmp_path / "perm.map").write_text("".join(f"{host} {h}\n" for h in (2, 0, 3, 1)))
-    (res,) = {json.dumps(r) for r in _exact(4, [f"{path}@{tmp_path / 'perm.map'}"], 120)}
-    assert set(json.loads(res)[f"{path}@{tmp_path / 'perm.map'}"]["exact"].values()) == {True}
+    d = tmp_path_factory.mktemp("checks")
+    h2 = a2a_compiler.compile("hypercube:2", "mpi").write(d / "h2.mpi.xml")
+    (d / "h2.mpi.xml.bad.map").write_text("".join(f"node-x {h}\n" for h in range(4)))
+    (d / "h2.mpi.xml.perm.map").write_text("".join(f"{socket.gethostname()} {h}\n" for h in (2, 0, 3, 1)))
+    return h2, a2a_compiler.compile("hypercube:3", "mpi").write(d / "h3.mpi.xml")
 
 
 @pytest.fixture(scope="module")
-def four(tmp_path_factory):
-    """A 4-rank MPI path schedule (hypercube:2) and an 8-rank one."""
-    d = tmp_path_factory.mktemp("bad")
-    return (a2a_compiler.compile("hypercube:2", "mpi").write(d / "h2.mpi.xml"),
-            a2a_compiler.compile("hypercube:3", "mpi").write(d / "h3.mpi.xml"))
+def checks(four):
+    """One 4-rank job (tests/data/torch_ranks.py ``checks``): every rank's results."""
+    ranks = torchrun(4, RANKS, "checks", str(four[0]), str(four[1]), timeout=180)
+    assert [r.returncode for r in ranks] == [0] * 4, ranks[0].stderr
+    return [json.loads(r.stdout) for r in ranks], ranks
 
 
-def _errors(what: str, file, n: int = 4) -> list[tuple[int, str]]:
-    ranks = torchrun(n, RANKS, "bad", what, str(file), timeout=90)
-    return [(r.returncode, r.stderr.strip()) for r in ranks]
-
-
-@pytest.mark.parametrize("what, line", [
+@pytest.mark.parametrize("case, line", [
+    ("size", "the schedule is for 8 ranks but the process group has 4; launch 8 ranks (torchrun --nproc-per-node)"),
+    ("rank_map", "{map}: rank 0 runs on {host!r}, which the rank map does not list; the map expects a process on "
+                 "'node-x' (line 1), where none runs"),
     ("splits", "rank 0 sends rank 1 16 bytes but rank 1 expects 20"),
     ("noncontiguous", "rank 2: input is not contiguous; pass input.contiguous()"),
     ("dtype", "rank 3: input holds torch.float32 and output torch.float64; use one dtype"),
 ])
-def test_bad_arguments_are_one_line_on_every_rank(four, what, line):
-    assert _errors(what, four[0]) == [(2, f"torch_ranks: error: {line}")] * 4
-
-
-def test_a_schedule_for_another_world_size_is_one_line_on_every_rank(four):
-    line = ("torch_ranks: error: the schedule is for 8 ranks but the process group has 4; launch 8 ranks "
-            "(torchrun --nproc-per-node)")
-    assert _errors("size", four[1]) == [(2, line)] * 4
-
-
-def test_a_wrong_rank_map_is_one_line_on_every_rank(four):
+def test_bad_input_is_the_same_line_on_every_rank(four, checks, case, line):
     import socket
 
-    (four[0].parent / "h2.mpi.xml.map").write_text("".join(f"node-x {h}\n" for h in range(4)))
-    line = (f"torch_ranks: error: {four[0]}.map: rank 0 runs on {socket.gethostname()!r}, which the rank map does "
-            f"not list; the map expects a process on 'node-x' (line 1), where none runs")
-    assert _errors("rank_map", four[0]) == [(2, line)] * 4
+    line = line.format(map=f"{four[0]}.bad.map", host=socket.gethostname())
+    assert [r[case] for r in checks[0]] == [line] * 4
+
+
+def test_the_group_works_after_bad_input_and_under_a_permuted_rank_map(checks):
+    assert [(r["after_errors_exact"], r["permuted_map_exact"]) for r in checks[0]] == [(True, True)] * 4
+
+
+def test_the_drop_in_takes_its_group_and_passes_other_groups_to_the_backend(checks):
+    # a world call (async_op too) and one under torch.compile run the schedule; one on ranks {0, 1} goes to gloo
+    got, ranks = checks
+    assert [(r["async_exact"], r["compiled_exact"], r["restored"]) for r in got] == [(True, True, True)] * 4
+    assert [r.get("other_group") for r in got] == [[0.0, 10.0], [1.0, 11.0], None, None]
+    assert [r["calls"] for r in got] == [[2, 1]] * 2 + [[2, 0]] * 2
+    assert ranks[0].stderr.count("a2a: ") == 1 and "a2a: " not in ranks[1].stderr
+
+
+def _errors(what: str, file) -> list[tuple[int, str]]:
+    ranks = torchrun(4, RANKS, "bad", what, str(file), timeout=90)
+    return [(r.returncode, r.stderr.strip()) for r in ranks]
 
 
 def test_a_late_rank_is_named_by_every_other_rank_within_the_timeout(four):
@@ -116,29 +124,24 @@ def test_a_dead_rank_is_named_by_every_other_rank(four):
 
 
 def test_an_unmodified_moe_layer_through_the_drop_in_gives_the_native_losses(tmp_path):
-    # tools/torch_moe.py: native first (dumping the router's choices), then the demand-aware schedule compiled
-    # from that dump installed in one line, the layer under torch.compile (the all-to-all is a graph break)
-    from a2a_compiler.demand import router_demand
+    # tools/torch_moe.py --compare: natively (dumping the router's choices), then through a demand-aware schedule
+    # installed in one line, from the same model and data
+    from a2a_compiler.demand import router_demand, zipf_demand
 
-    moe = [str(REPO / "tools" / "torch_moe.py"), "--steps", "2", "--tokens", "64"]
-    native = torchrun(8, *moe, "--dump-router", str(tmp_path / "routing.npy"), timeout=300)
-    demand = router_demand(tmp_path / "routing.npy", experts=16)
-    path = a2a_compiler.compile("bipartite:4", "mpi", demand=demand).write(tmp_path / "moe.mpi.xml")
-    ours = torchrun(8, *moe, "--schedule", str(path), "--compile", timeout=300)
-    assert [r.returncode for r in native + ours] == [0] * 16, ours[0].stderr
-    losses = [[json.loads(x) for x in run[0].stdout.splitlines()] for run in (native, ours)]
-    assert [x["loss"] for x in losses[0][:2]] == [x["loss"] for x in losses[1][:2]]
-    assert (losses[0][2], losses[1][2]) == ({"schedule_calls": 0}, {"schedule_calls": 10})   # 5 calls a step
-    assert ours[0].stderr.splitlines()[0] == ("a2a: dist.all_to_all_single and dist.all_to_all on this group now "
-                                              "run schedule 'bipartite:4-mcf-extp' (mpi, route mode relay, 8 ranks); "
-                                              "other groups and every other collective go to gloo untouched")
-
-
-def test_the_drop_in_takes_its_group_and_passes_other_groups_to_the_backend(four):
-    ranks = torchrun(4, RANKS, "dropin", str(four[0]), timeout=120)
-    assert [r.returncode for r in ranks] == [0] * 4, ranks[0].stderr
-    got = [json.loads(r.stdout) for r in ranks]
-    assert [g["y"] for g in got] == [[100.0 * s + 2 * d + k for s in range(4) for k in range(2)] for d in range(4)]
-    assert [g["z"] for g in got] == [[0.0, 10.0], [1.0, 11.0], None, None]
-    assert [(g["counts"], g["restored"]) for g in got] == [([1, 1], True)] * 2 + [([1, 0], True)] * 2
-    assert ranks[0].stderr.count("a2a: ") == 1 and ranks[1].stderr == ""
+    path = a2a_compiler.compile("bipartite:4", "mpi", demand=zipf_demand(8, 1.0, seed=1)).write(tmp_path / "moe.xml")
+    ranks = torchrun(8, str(REPO / "tools" / "torch_moe.py"), "--steps", "2", "--tokens", "64", "--schedule",
+                     str(path), "--compare", "--dump-router", str(tmp_path / "routing.npy"), timeout=300)
+    assert [r.returncode for r in ranks] == [0] * 8, ranks[0].stderr
+    lines = [json.loads(x) for x in ranks[0].stdout.splitlines()]
+    losses = {run: [x["loss"] for x in lines if x["run"] == run and "loss" in x] for run in ("native", "schedule")}
+    assert len(losses["native"]) == 2 and losses["native"] == losses["schedule"]
+    assert [x for x in lines if "schedule_calls" in x] == [{"run": "native", "schedule_calls": 0},
+                                                           {"run": "schedule", "schedule_calls": 10}]  # 5 a step
+    assert ranks[0].stderr.splitlines()[0] == ("a2a: dist.all_to_all_single and dist.all_to_all on this group now "
+                                               "run schedule 'bipartite:4-mcf-extp' (mpi, route mode relay, 8 ranks); "
+                                               "other groups and every other collective go to gloo untouched")
+    ids = np.load(tmp_path / "routing.npy")                          # (ranks, tokens, top_k) expert ids
+    assert ids.shape == (8, 64, 2)
+    tokens = np.array([np.bincount(ids[s].reshape(-1) // 2, minlength=8) for s in range(8)])   # 2 experts a rank
+    off = ~np.eye(8, dtype=bool)                                     # the diagonal stays local
+    assert (router_demand(tmp_path / "routing.npy", experts=16).matrix[off] == tokens[off]).all()

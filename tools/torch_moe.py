@@ -4,14 +4,15 @@ compiled demand-aware schedule installed with one line (docs/torch.md).
     python tools/torch_moe.py --ranks 8 --dump-router routing.npy          # native; dumps step 0's routing
     a2a demand router routing.npy --experts 16 -o D.csv                    # the router's demand matrix
     a2a compile bipartite:4 --emit mpi --demand D.csv -o moe.mpi.xml       # a schedule for that demand
-    python tools/torch_moe.py --ranks 8 --schedule moe.mpi.xml             # the same steps, the same losses
+    python tools/torch_moe.py --ranks 8 --schedule moe.mpi.xml --compare   # native, then the schedule: same losses
 
 Every rank holds ``--experts-per-rank`` experts; the router (a linear layer with a Zipf-skewed bias, so a
 few experts get most tokens) sends each token to its top ``--top-k`` experts.  The layer exchanges the split
 sizes and then the tokens with ``dist.all_to_all_single`` (dispatch and combine, and both again in the
 backward pass), as expert-parallel code does; ``--schedule`` only calls ``a2a_compiler.torch.install``
 before the model runs.  Rank 0 prints one JSON line per step: the loss (``float.hex``, so equal lines mean
-bit-identical losses) and the step's time; then how many calls the schedule took.  ``--compile`` runs the
+bit-identical losses) and the step's time; then how many calls the schedule took.  ``--compare`` trains
+natively and then through the schedule, from the same initial model and data, in one job.  ``--compile`` runs the
 layer under ``torch.compile`` (the ``eager`` backend: the all-to-all is a graph break).  Without ``RANK`` in
 the environment the script starts ``--ranks`` gloo ranks itself (as torchrun would).
 """
@@ -87,13 +88,24 @@ class MoE(torch.nn.Module):
 
 
 def train(args) -> int:
+    """Natively, through the schedule, or (``--compare``) both in turn from the same initial model."""
     dist.init_process_group("gloo")
-    n, me = dist.get_world_size(), dist.get_rank()
-    inst = None
-    if args.schedule:
+    runs = ["native"] * (not args.schedule or args.compare) + ["schedule"] * bool(args.schedule)
+    for run in runs:
+        if run == "native":
+            steps(args, run, None)
+            continue
         import a2a_compiler.torch
 
-        inst = a2a_compiler.torch.install(args.schedule)     # the one line; the model below is unchanged
+        with a2a_compiler.torch.install(args.schedule) as inst:   # the one line; the model below is unchanged
+            steps(args, run, inst)
+    dist.destroy_process_group()
+    return 0
+
+
+def steps(args, run: str, inst) -> None:
+    """``--steps`` training steps of a fresh layer (seeded: every run starts from the same model and data)."""
+    n, me = dist.get_world_size(), dist.get_rank()
     torch.manual_seed(0)
     layer = MoE(args.dim, n, args.experts_per_rank, args.top_k, args.skew)
     forward = torch.compile(layer, backend="eager") if args.compile else layer
@@ -114,7 +126,7 @@ def train(args) -> int:
         dist.all_reduce(total)
         elapsed = torch.tensor([time.perf_counter() - t0])
         dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)
-        if step == 0 and args.dump_router:
+        if step == 0 and args.dump_router and run == "native":
             ids = [torch.empty_like(layer.last_ids) for _ in range(n)]
             dist.all_gather(ids, layer.last_ids)
             if me == 0:
@@ -122,12 +134,10 @@ def train(args) -> int:
 
                 np.save(args.dump_router, torch.stack(ids).numpy())
         if me == 0:
-            print(json.dumps({"step": step, "loss": float(total).hex(), "time_s": round(float(elapsed), 4)}),
-                  flush=True)
+            print(json.dumps({"run": run, "step": step, "loss": float(total).hex(),
+                              "time_s": round(float(elapsed), 4)}), flush=True)
     if me == 0:
-        print(json.dumps({"schedule_calls": inst.taken if inst else 0}), flush=True)
-    dist.destroy_process_group()
-    return 0
+        print(json.dumps({"run": run, "schedule_calls": inst.taken if inst else 0}), flush=True)
 
 
 def launch(args) -> int:
@@ -145,6 +155,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--ranks", type=int, default=8, help="ranks to start when not under torchrun (default 8)")
     p.add_argument("--schedule", metavar="FILE", help="install this compiled schedule (default: native)")
+    p.add_argument("--compare", action="store_true", help="with --schedule: run natively first, then the schedule")
     p.add_argument("--steps", type=int, default=4, help="training steps (default 4)")
     p.add_argument("--tokens", type=int, default=256, help="tokens per rank per step (default 256)")
     p.add_argument("--dim", type=int, default=32, help="model width (default 32)")

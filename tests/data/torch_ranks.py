@@ -2,10 +2,11 @@
 
 Every rank prints one JSON line on stdout; an :class:`A2AError` is one line on stderr and exit 2.
 
-* ``exact FILE[@MAP]...``: each schedule (under rank map MAP) against ``dist.all_to_all_single`` (equal and random splits, zero-size
-  blocks included, float32, bfloat16 and int64) and ``dist.all_to_all``: which cases were byte-exact.
-* ``dropin FILE``: ``install`` takes a world call and passes one on another group to gloo.
-* ``bad WHAT FILE``: one bad input (``WHAT``) on some ranks; the error each rank got.
+* ``exact FILE[@MAP]...``: each schedule (under rank map MAP) against ``dist.all_to_all_single`` (equal and
+  random splits, zero-size blocks included, float32, bfloat16 and int64) and ``dist.all_to_all``: which cases
+  were byte-exact.
+* ``checks FILE4 FILE8``: bad inputs, the drop-in and a rank map on 4 ranks (:func:`checks`).
+* ``bad late|dead FILE``: a late or a dead rank; the error each rank got.
 """
 
 from __future__ import annotations
@@ -74,58 +75,84 @@ def exact(files: list[str]) -> dict:
     return out
 
 
+def checks(file4: str, file8: str) -> dict:
+    """On 4 ranks, one after another (each error leaves the group usable): the line each bad input raised,
+    then a good call, the drop-in (a world call, an async one, one on another group, one under
+    torch.compile) and a permuted rank map, each against gloo's own result."""
+    from runtimes.torch import AllToAll, install
+
+    n, me = dist.get_world_size(), dist.get_rank()
+    out = {}
+
+    def error(name, fn):
+        try:
+            fn()
+        except A2AError as exc:
+            out[name] = str(exc)
+
+    error("size", lambda: AllToAll(file8))
+    error("rank_map", lambda: AllToAll(file4, rank_map=file4 + ".bad.map"))
+    a2a = AllToAll(file4, timeout=60.0)
+    x = torch.arange(4.0 * n) + 100 * me
+    outs = [5 if (me == 1 and s == 0) else 4 for s in range(n)]   # rank 1 expects 1 element more from rank 0
+    error("splits", lambda: a2a.all_to_all_single(torch.empty(sum(outs)), x, outs, [4] * n))
+    noncontiguous = torch.arange(8.0 * n).reshape(-1, 2)[:, 0] if me == 2 else x
+    error("noncontiguous", lambda: a2a.all_to_all_single(torch.empty_like(x), noncontiguous))
+    error("dtype", lambda: a2a.all_to_all_single(torch.empty(4 * n, dtype=torch.float64 if me == 3 else None), x))
+    ref, y = torch.empty_like(x), torch.empty_like(x)
+    dist.all_to_all_single(ref, x)
+    a2a.all_to_all_single(y, x)
+    out["after_errors_exact"] = _same(ref, y)
+    pair = dist.new_group([0, 1])
+    original = dist.all_to_all_single
+    want = layer(x)                                                   # natively
+    with install(file4) as inst:
+        y = torch.empty_like(x)
+        dist.all_to_all_single(y, x, async_op=True).wait()
+        out["async_exact"] = _same(ref, y)
+        if me < 2:
+            z = torch.empty(2)
+            dist.all_to_all_single(z, torch.tensor([10.0 * me, 10.0 * me + 1]), group=pair)
+            out["other_group"] = z.tolist()
+        out["compiled_exact"] = _same(torch.compile(layer, backend="eager")(x), want)   # a graph break
+        out["calls"] = [inst.taken, inst.passed]
+    out["restored"] = dist.all_to_all_single is original and dist.distributed_c10d.all_to_all_single is original
+    perm = AllToAll(file4, rank_map=file4 + ".perm.map")
+    y = torch.empty_like(x)
+    perm.all_to_all_single(y, x)
+    out["permuted_map_exact"] = _same(ref, y)
+    return out
+
+
+def layer(t):
+    """A model fragment calling ``dist.all_to_all_single`` (what ``torch.compile`` compiles in :func:`checks`)."""
+    u = torch.empty_like(t)
+    dist.all_to_all_single(u, (t * 2).contiguous())
+    return u + 1
+
+
 def bad(what: str, file: str) -> dict:
+    """Rank ``n-1`` is late (sleeps past the 3 s timeout) or dies (``os._exit(9)``) before a call."""
     from runtimes.torch import AllToAll
 
     n, me = dist.get_world_size(), dist.get_rank()
-    a2a = AllToAll(file, timeout=3.0 if what == "late" else 60.0, rank_map=file + ".map" if what == "rank_map" else None)
-    x = torch.arange(4.0 * n)
-    y = torch.empty_like(x)
-    if what == "splits":                   # rank 1 expects one element more from rank 0 than rank 0 sends
-        ins = [4] * n
-        outs = [5 if (me == 1 and s == 0) else 4 for s in range(n)]
-        a2a.all_to_all_single(torch.empty(sum(outs)), x, outs, ins)
-    elif what == "noncontiguous" and me == 2:
-        a2a.all_to_all_single(y, torch.arange(8.0 * n).reshape(-1, 2)[:, 0])
-    elif what == "dtype" and me == 3:
-        a2a.all_to_all_single(y.to(torch.float64), x)
-    elif what in ("dead", "late") and me == n - 1:
-        dist.barrier()                     # every rank has its plan
+    a2a = AllToAll(file, timeout=3.0)
+    dist.barrier()                         # every rank has its plan
+    if me == n - 1:
         if what == "dead":
             os._exit(9)
         time.sleep(8)
-    else:
-        if what in ("dead", "late"):
-            dist.barrier()
-        a2a.all_to_all_single(y, x)
+        return {"ok": True}
+    x = torch.arange(4.0 * n)
+    a2a.all_to_all_single(torch.empty_like(x), x)
     return {"ok": True}
-
-
-def dropin(file: str) -> dict:
-    """install(): a world call runs the schedule, a call on another group goes to gloo; uninstall restores."""
-    from runtimes.torch import install
-
-    n, me = dist.get_world_size(), dist.get_rank()
-    pair = dist.new_group([0, 1])
-    original = dist.all_to_all_single
-    x = torch.arange(2.0 * n) + 100 * me
-    with install(file) as inst:
-        y = torch.empty_like(x)
-        work = dist.all_to_all_single(y, x, async_op=True)
-        work.wait()
-        z = torch.empty(2)
-        if me < 2:
-            dist.all_to_all_single(z, torch.tensor([10.0 * me, 10.0 * me + 1]), group=pair)
-        counts = (inst.taken, inst.passed)
-    return {"y": y.tolist(), "z": z.tolist() if me < 2 else None, "counts": counts,
-            "restored": dist.all_to_all_single is original and dist.distributed_c10d.all_to_all_single is original}
 
 
 def main() -> int:
     case, args = sys.argv[1], sys.argv[2:]
     dist.init_process_group("gloo")
     try:
-        print(json.dumps({"exact": exact, "bad": bad, "dropin": dropin}[case](*([args] if case == "exact" else args))),
+        print(json.dumps({"exact": exact, "bad": bad, "checks": checks}[case](*([args] if case == "exact" else args))),
               flush=True)
     except A2AError as exc:
         print(f"torch_ranks: error: {exc}", file=sys.stderr, flush=True)
