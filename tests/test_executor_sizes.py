@@ -182,7 +182,7 @@ def test_mscclpp_refuses_an_unbalanced_demand_before_solving(tmp_path, capsys):
 
 
 def test_run_takes_an_mscclpp_plan_with_a_demand_in_the_plain_layout():
-    from runtimes.mpi.alltoallv import layout_counts
+    from runtimes.mpi.plan import layout_counts
     from dataclasses import replace
 
     plan = a2a_compiler.compile("hypercube:3", "mscclpp", max_chunks=2).program
@@ -197,7 +197,7 @@ def test_run_lays_an_mscclpp_all_to_allv_out_by_its_recorded_demand(tmp_path):
     """The plan records the volumes; 'a2a run' recomputes T = msccl_counts(D, C) from them, as for MSCCL files, and
     refuses in one line a demand the plan does not move data for."""
     from a2a_compiler.demand import Demand, read_demand
-    from runtimes.mpi.alltoallv import layout_counts
+    from runtimes.mpi.plan import layout_counts
 
     balanced = [[0, 2, 1, 1], [1, 0, 2, 1], [1, 1, 0, 2], [2, 1, 1, 0]]
     plan = a2a_compiler.compile("hypercube:2", "mscclpp", demand=Demand.from_array(balanced)).program

@@ -297,3 +297,11 @@ def test_the_runtime_table_shows_testbed_rates():
                      "bound_fraction": 0.9, "verified": True, "error": None}, True)
     assert out.getvalue().split() == ["65536", "65536", "300000.0", "367000.0", "400000.0", "0.00125", "0.001094",
                                       "420000.0", "0.001092", "1.144", "90.0", "ok"]
+
+
+def test_bench_runtime_torch_refuses_what_it_does_not_run():
+    p = _a2a("testbed", "bench", "hypercube:3", "--native", "--fft", "8", "--runtime", "torch", "--name", "tfft")
+    assert (p.returncode, p.stdout, p.stderr.splitlines()) == (
+        2, "", ["a2a testbed: error: --fft runs with --runtime mpi only"])
+    p = _a2a("testbed", "bench", "hypercube:2", "--jobs", "j.json", "--schedule", "a.xml", "--runtime", "torch")
+    assert p.stderr.splitlines() == ["a2a testbed: error: --jobs runs with --runtime mpi only"]

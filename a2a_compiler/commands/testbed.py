@@ -133,6 +133,9 @@ def register(sub) -> None:
                    help="MoE all-to-allv: run every item as the all-to-allv of this demand matrix (CSV or .npy, "
                         "scaled to mean 1 per pair): pair s->d sends D[s,d]*m bytes for each --sizes m; schedules "
                         "through runtimes.mpi.Alltoallv, --native as MPI_Alltoallv; the bound is (N-1)*F(D)*b")
+    b.add_argument("--runtime", choices=("mpi", "torch"), default="mpi",
+                   help="what moves the data: mpi (runtimes.mpi, native MPI_Alltoall; default) or torch "
+                        "(runtimes.torch over gloo, native dist.all_to_all_single; needs the torch extra)")
     b.add_argument("--default-routes", action="store_true",
                    help="also measure the default (SSSP) routes as a path schedule, labelled sssp: each shard whole "
                         "on its route, steered under NIC forwarding, relayed by the ranks under host forwarding")
@@ -263,7 +266,7 @@ def run_bench(args) -> int:
     result = bench(topology, _fabric(args), [Path(s) for s in args.schedule],
                    native=args.native, default_routes=args.default_routes, sizes=args.sizes, iters=args.iters,
                    warmup=args.warmup, name=name, force=args.force, fft=args.fft, timeout=args.timeout,
-                   progress=_say(args), demand=demand_from_args(args, topology.n_hosts))
+                   progress=_say(args), demand=demand_from_args(args, topology.n_hosts), runtime=args.runtime)
     if args.plot:
         from runtimes.testbed.plot import plot_bench
 
@@ -290,6 +293,8 @@ def _run_jobs_bench(args) -> int:
                                       ("--fft", args.fft), ("--plot", args.plot)) if given]
     if other:
         raise A2AError(f"{', '.join(other)} {'does' if len(other) == 1 else 'do'} not apply with --jobs")
+    if args.runtime != "mpi":
+        raise A2AError("--jobs runs with --runtime mpi only")
     name = _name(args, None)
     topology = topology_from_args(args)
     jobs = load_jobs(args.jobs, topology.n_hosts)
@@ -328,6 +333,9 @@ def _print_table(result) -> None:
     host = "unlimited" if fab["host_bw_Bps"] is None else f"{fab['host_bw_Bps'] * 8 / 1e6:g} Mbit/s"
     print(f"# {h['spec']}: {h['ranks']} ranks, link {fab['link_bw_Bps'] * 8 / 1e6:g} Mbit/s, host {host}, "
           f"{fab['forwarding']} forwarding, default routes {h['default_routes']}")
+    if h.get("runtime") == "torch":
+        print("# runtime torch: torch.distributed over gloo (TCP on the fabric); schedules relayed by the ranks; "
+              "native = dist.all_to_all_single")
     if h.get("demand"):
         print(f"# all-to-allv of demand {h['demand']['source']} (sha256 {h['demand']['sha256'][:12]}, mean 1 per "
               f"pair): bytes = the mean block m, pair s->d sends D[s,d]*m; native = MPI_Alltoallv; MB/s = bytes a "

@@ -3,7 +3,8 @@
 Messages are raw bytes sent through the buffer protocol straight from numpy
 views of the user's buffers (no pickling, no packing): chunk ``j`` of a buffer
 is row ``j`` of a ``(chunks, chunk_bytes)`` uint8 view, so a message of ``cnt``
-consecutive chunks is one contiguous slice.
+consecutive chunks is one contiguous slice.  The steps themselves are the
+executor core's (:mod:`runtimes.mpi.steps`); :class:`MpiTransport` moves their bytes.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from mpi4py import MPI
 
 from a2a_compiler.errors import A2AError
 
-from .plan import (BUF_I, BUF_O, CPY, RCS, RECV, SEND, MscclPlan, OnecclPlan, PathPlan, RankPlan,
-                   build_plans, load_schedule)
+from .plan import BUF_I, BUF_O, PathPlan, RankPlan, build_plans, load_schedule
 from .rankmap import place_ranks
 from .steered import SteeredRoutes
+from .steps import run_plan
 
 
 def _attempt(fn, prefix: str = ""):
@@ -144,6 +145,7 @@ class Alltoall:
         self.node = int(nodes[comm.rank])
         # The schedule's communicator: its rank i is the process playing host i.
         self.comm = comm.Split(0, self.node)
+        self.transport = MpiTransport(self.comm)
         self._order = None if (nodes == np.arange(comm.size)).all() else nodes
         self.steered = None if addresses is None else agree(self.comm, lambda: SteeredRoutes(self.comm, addresses))
         self._layouts: dict[int, tuple] = {}
@@ -213,20 +215,7 @@ class Alltoall:
 
     def _execute(self, bufs: list[np.ndarray]) -> None:
         """Run this rank's plan on ``[input, output, scratch]`` chunk buffers in host order."""
-        p = self.plan
-        if p.inplace:  # the plan transposes its input buffer in place: give it the output, holding the input
-            bufs[BUF_O][:] = bufs[BUF_I]
-            bufs[BUF_I] = bufs[BUF_O]
-        if p.self_copy:
-            me = slice(p.rank * p.chunks_per_shard, (p.rank + 1) * p.chunks_per_shard)
-            bufs[BUF_O][me] = bufs[BUF_I][me]
-        body = p.body
-        if isinstance(body, MscclPlan):  # MSCCL and MSCCL++ plans
-            run_msccl(body, bufs, self.comm)
-        elif isinstance(body, OnecclPlan):
-            run_oneccl(body, bufs, self.comm)
-        else:
-            run_path_steps(body, bufs, self.comm, self.steered)
+        run_plan(self.plan, bufs, self.transport, self.steered)
 
 
 def _stage_in(shards: np.ndarray, stage: np.ndarray, order: np.ndarray | None) -> None:
@@ -256,90 +245,6 @@ def _byte_view(buf, name: str, writable: bool) -> np.ndarray:
     if writable and not arr.flags.writeable:
         raise A2AError(f"{name} is read-only")
     return arr.reshape(-1).view(np.uint8)
-
-
-def run_msccl(plan: MscclPlan, bufs: list[np.ndarray], comm) -> None:
-    """Event loop over thread blocks (MSCCL semantics, docs/runtime.md).
-
-    A thread block runs its steps in order; a step starts when its dependency
-    (``depid``, ``deps``) has completed.  ``s`` posts an Isend and completes
-    at once (a push into the connection FIFO); ``r`` completes when its data
-    has arrived; ``rcs`` then also posts the Isend onward; ``cpy`` and ``nop``
-    complete at once.  Receives into chunks written only once are posted
-    upfront (in step order, so each connection stays FIFO); a receive into a
-    reused scratch slot is posted when reached, once no in-flight send still
-    reads the slot.  When nothing can start, wait for the next receive whose
-    arrival enables work (or for all the rest at once when none does: every
-    wake-up costs a trip through Python, which oversubscribed ranks feel).
-    """
-    tbs = plan.tbs
-    nsteps = [len(tb.steps) for tb in tbs]
-    pc = [0] * len(tbs)  # next step of each thread block = steps it has completed
-    recvs: dict = {}     # (tb, step) -> its Irecv request, or None once the data has arrived
-    sends: list = []     # (request, buf, lo, hi) of every Isend posted
-
-    def post_recv(t, j):
-        st = tbs[t].steps[j]
-        db, do, cnt = st.dstbuf, st.dstoff, st.cnt
-        peer, tag = (st.peer, st.tag) if st.peer >= 0 else (tbs[t].recv, tbs[t].tag)
-        recvs[(t, j)] = comm.Irecv(bufs[db][do:do + cnt], peer, tag)
-
-    def post_send(t, b, lo, cnt, peer, tag):
-        if peer < 0:
-            peer, tag = tbs[t].send, tbs[t].tag
-        sends.append((comm.Isend(bufs[b][lo:lo + cnt], peer, tag), b, lo, lo + cnt))
-
-    for t, tb in enumerate(tbs):
-        for j, st in enumerate(tb.steps):
-            if st.op == RECV or st.op == RCS:
-                if st.hazard:
-                    break
-                post_recv(t, j)
-    remaining = sum(nsteps)
-    while remaining:
-        progressed = blocked_on_send = False
-        for t, tb in enumerate(tbs):
-            while pc[t] < nsteps[t]:
-                j = pc[t]
-                op, sb, so, db, do, cnt, depid, deps, hazard, _, peer, tag = tb.steps[j]
-                if depid >= 0 and pc[depid] <= deps:
-                    break
-                if hazard and (t, j) not in recvs and _send_reads(sends, db, do, do + cnt):
-                    blocked_on_send = True
-                    break
-                if op == RECV or op == RCS:
-                    if (t, j) not in recvs:
-                        post_recv(t, j)
-                    if recvs[(t, j)] is not None:
-                        break
-                    del recvs[(t, j)]
-                    if op == RCS:
-                        post_send(t, db, do, cnt, peer, tag)
-                elif op == SEND:
-                    post_send(t, sb, so, cnt, peer, tag)
-                elif op == CPY:
-                    bufs[db][do:do + cnt] = bufs[sb][so:so + cnt]
-                pc[t] += 1
-                remaining -= 1
-                progressed = True
-        if progressed or not remaining:
-            continue
-        pending = [k for k, r in recvs.items() if r is not None]
-        if not pending and not blocked_on_send:
-            stuck = [f"tb {t} step {pc[t]}" for t in range(len(tbs)) if pc[t] < nsteps[t]]
-            raise A2AError(f"rank {comm.rank}: the schedule deadlocks locally (waiting: {', '.join(stuck[:5])})")
-        waking = [k for k in pending if tbs[k[0]].steps[k[1]].wake]
-        if blocked_on_send:  # a reused slot waits for a send reading it: any completion may unblock
-            waking += [None] * len(sends)
-        if waking:
-            reqs = [recvs[k] for k in waking if k] + [s[0] for s in sends] * blocked_on_send
-            for i in _waitsome(reqs):
-                if waking[i]:
-                    recvs[waking[i]] = None
-        else:
-            _waitall([recvs[k] for k in pending])
-            recvs.update(dict.fromkeys(pending))
-    _waitall([s[0] for s in sends])
 
 
 # MPI's blocking waits spin on the CPU; when ranks oversubscribe cores the rank
@@ -372,49 +277,35 @@ def _waitall(reqs: list) -> None:
         os.sched_yield()
 
 
-def run_path_steps(plan: PathPlan, bufs: list[np.ndarray], comm, steered=None) -> None:
-    """A path plan's time steps in order, a barrier between them (every rank finished the previous step);
-    each step over the steered connections, or with MPI (:func:`run_paths`)."""
-    for t, step in enumerate(plan.steps()):
-        if t:
-            _barrier(comm)
-        if steered is not None:
-            steered.run(step, bufs)
-        else:
-            run_paths(step, bufs, comm)
+class MpiTransport:
+    """The executor core's transport over an mpi4py communicator (:mod:`runtimes.mpi.steps`)."""
 
+    def __init__(self, comm):
+        self.comm, self.rank = comm, comm.rank
+        self._buffers: dict = {}
 
-def _barrier(comm) -> None:
-    """``MPI_Barrier``, not spinning meanwhile (as :func:`_waitall`)."""
-    _waitall([comm.Ibarrier()])
+    def isend(self, buf, peer: int, tag: int):
+        return self.comm.Isend(buf, peer, tag)
 
+    def irecv(self, buf, peer: int, tag: int):
+        return self.comm.Irecv(buf, peer, tag)
 
-def _send_reads(sends: list, buf: int, lo: int, hi: int) -> bool:
-    """Does an Isend still in flight read chunks ``buf[lo:hi]``?"""
-    return any(b == buf and s_lo < hi and lo < s_hi and not req.Test() for req, b, s_lo, s_hi in sends)
+    def start(self, sends: list, recvs: list) -> list:
+        return [self.comm.Irecv(*m) for m in recvs] + [self.comm.Isend(*m) for m in sends]
 
+    @staticmethod
+    def test(req) -> bool:
+        return req.Test()
 
-def run_oneccl(plan: OnecclPlan, bufs: list[np.ndarray], comm) -> None:
-    """Per step: local copies, then every receive and send posted at once, wait-all at the sync."""
-    for copies, sends, recvs in plan.steps:
-        for sb, so, db, do, cnt in copies:
-            bufs[db][do:do + cnt] = bufs[sb][so:so + cnt]
-        reqs = [comm.Irecv(bufs[m.buf][m.off:m.off + m.cnt], m.peer, m.tag) for m in recvs]
-        reqs += [comm.Isend(bufs[m.buf][m.off:m.off + m.cnt], m.peer, m.tag) for m in sends]
-        _waitall(reqs)
+    waitsome = staticmethod(_waitsome)
+    waitall = staticmethod(_waitall)
 
+    def barrier(self) -> None:
+        """``MPI_Barrier``, not spinning meanwhile (as :func:`_waitall`)."""
+        _waitall([self.comm.Ibarrier()])
 
-def run_paths(plan: PathPlan, bufs: list[np.ndarray], comm) -> None:
-    """Post every receive and every origin send; forward relayed runs as they arrive."""
-    rreqs = [comm.Irecv(bufs[f.recv.buf][f.recv.off:f.recv.off + f.recv.cnt], f.recv.peer, f.recv.tag)
-             for f in plan.recvs]
-    sreqs = [comm.Isend(bufs[m.buf][m.off:m.off + m.cnt], m.peer, m.tag) for m in plan.sends]
-    relays = [i for i, f in enumerate(plan.recvs) if f.send is not None]
-    while relays:  # wake up for relayed runs only; final receives are waited for all at once
-        arrived = set(_waitsome([rreqs[i] for i in relays]))
-        for j in arrived:
-            m = plan.recvs[relays[j]].send
-            sreqs.append(comm.Isend(bufs[m.buf][m.off:m.off + m.cnt], m.peer, m.tag))
-        relays = [i for j, i in enumerate(relays) if j not in arrived]
-    _waitall(rreqs)
-    _waitall(sreqs)
+    def buffer(self, key: str, *shape: int) -> np.ndarray:
+        buf = self._buffers.get(key)
+        if buf is None or buf.shape != shape:
+            buf = self._buffers[key] = np.empty(shape, np.uint8)
+        return buf

@@ -602,7 +602,53 @@ def plan_paths(prog, size: int, route_mode: str = "relay") -> list[RankPlan]:
                               tuple(recv_steps[r]) if S > 1 else (), S), route_mode) for r in range(N)]
 
 
+def layout_counts(program, nranks: int, demand=None) -> np.ndarray | None:
+    """Chunks per pair of a link program's buffers (``None`` for an MPI path program).
+
+    MSCCL XML and MSCCL++ plans record no layout: a file that moves data as a plain all-to-all is one; any
+    other is taken in ``demand``'s (default: the one its record holds) all-to-allv layout and must move data right there
+    (:func:`a2a_compiler.verify.simulate.simulate_msccl`, :func:`~a2a_compiler.verify.simulate.simulate_mscclpp`).
+    An MSCCL++ plan needs separate send and receive buffers.
+    """
+    from a2a_compiler.chunk.counts import msccl_counts
+    from a2a_compiler.formats import MpiPathProgram, MscclppProgram, MscclProgram
+    from a2a_compiler.verify.simulate import simulate_msccl, simulate_mscclpp
+
+    if isinstance(program, MpiPathProgram):
+        return None
+    if isinstance(program, (MscclProgram, MscclppProgram)):
+        if isinstance(program, MscclppProgram):
+            if program.inplace:
+                raise A2AError(f"MSCCL++ plan {program.name!r} is in place; an all-to-allv (--demand) needs separate "
+                               f"send and receive buffers: run it without --demand")
+            what, c = "MSCCL++ plan", program.chunks_per_shard
+
+            def moves(counts=None):   # one launch: where the data goes ('a2a verify' checks the second)
+                return simulate_mscclpp(program, launches=1, counts=counts).errors
+        else:
+            what, c = "MSCCL algo", program.nchunksperloop // program.ngpus
+
+            def moves(counts=None):
+                return simulate_msccl(program, counts).errors
+        if demand is None and program.record is not None:
+            demand = program.record.demand_volumes(program.name)   # the all-to-allv it was compiled for
+        if demand is None or not moves():
+            return np.full((nranks, nranks), c, np.int64)
+        counts = msccl_counts(demand, c)
+        wrong = moves(counts)
+        if wrong:
+            raise A2AError(f"{what} {program.name!r} moves data neither as an all-to-all nor as the all-to-allv "
+                           f"of {demand.source}: {wrong[0]}")
+        return counts
+    return program.counts()
+
+
 # -------------------------------------------------------------- dispatch
+
+
+def program_ranks(program) -> int:
+    """The number of ranks a loaded program is for."""
+    return program.ngpus if hasattr(program, "ngpus") else program.nranks
 
 
 def load_schedule(path) -> tuple[str, object]:

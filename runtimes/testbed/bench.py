@@ -17,6 +17,7 @@ link's predicted bytes are what the schedule puts there for those counts
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import os
@@ -25,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from a2a_compiler.errors import A2AError
@@ -48,6 +49,8 @@ BUSY_WARNING = 0.90
 #: Refuse benches whose schedules alone would run longer than this at their predicted rates.
 MAX_HOURS = 6
 NATIVE = "native"
+#: What moves the data: the mpi4py runtime (native MPI_Alltoall) or torch.distributed (native all_to_all_single).
+RUNTIMES = ("mpi", "torch")
 
 
 @dataclass
@@ -146,7 +149,7 @@ def prepare(path: Path, topology: Topology, fabric: Fabric, demand=None) -> Item
     """Read, verify and price one schedule for this fabric (as an all-to-allv of ``demand``, if given);
     one clear error if it cannot run here."""
     from a2a_compiler.verify import verify_file
-    from runtimes.mpi.alltoallv import layout_counts
+    from runtimes.mpi.plan import layout_counts
 
     report = verify_file(path, topology, fabric, lp=False, demand=demand)
     if not report.valid:
@@ -190,7 +193,7 @@ def _capacities(topology: Topology) -> dict:
 def bench(topology: Topology, fabric: Fabric, schedules: list[Path], *, native: bool = False,
           default_routes: bool = False, sizes: list[int] | None = None, iters: int = 5, warmup: int = 1,
           name: str | None = None, force: bool = False, timeout: float | None = None, fft: int | None = None,
-          progress=None, demand=None) -> BenchResult:
+          progress=None, demand=None, runtime: str = "mpi") -> BenchResult:
     """Bring a testbed up, measure every schedule and baseline at every size, take it down.
 
     With ``fft=n`` each item runs a slab-decomposed 3-D FFT of an ``n³``
@@ -202,6 +205,11 @@ def bench(topology: Topology, fabric: Fabric, schedules: list[Path], *, native: 
     The testbed is torn down on success, error, SIGINT/SIGTERM/SIGHUP and a
     killed rank.  Raises :class:`A2AError` for input that cannot run here
     (bad file, wrong rank count, a schedule using a missing link).
+
+    ``runtime="torch"`` moves the data with ``torch.distributed`` (gloo over TCP on the hosts' fabric
+    addresses, :mod:`runtimes.torch`): schedules through :class:`~runtimes.torch.AllToAll`, path schedules
+    relayed by the ranks (gloo cannot steer a route), and native as ``dist.all_to_all_single``; MPI only
+    starts the ranks and carries the bench's barriers and results.
     """
     from a2a_compiler.solve import solve
 
@@ -212,6 +220,12 @@ def bench(topology: Topology, fabric: Fabric, schedules: list[Path], *, native: 
         raise A2AError("the testbed needs --link-bw")
     if demand is not None and fft is not None:
         raise A2AError("--fft runs the FFT's own all-to-all; it does not take --demand")
+    if runtime not in RUNTIMES:
+        raise A2AError(f"--runtime must be one of {', '.join(RUNTIMES)}, got {runtime!r}")
+    if runtime == "torch" and fft is not None:
+        raise A2AError("--fft runs with --runtime mpi only")
+    if runtime == "torch" and importlib.util.find_spec("torch") is None:
+        raise A2AError("--runtime torch needs torch: pip install 'a2a-compiler[torch]'")
     items = [prepare(Path(p), topology, fabric, demand) for p in schedules]
     n = topology.n_hosts
     if fft is not None:
@@ -224,6 +238,8 @@ def bench(topology: Topology, fabric: Fabric, schedules: list[Path], *, native: 
         raise A2AError("give the shard sizes to measure (--sizes) or an FFT grid (--fft)")
     routes = routing.default_routes(topology, fabric)
     items += [_routes_item(routes, fabric, demand)] * default_routes + [_native_item(routes, fabric, demand)] * native
+    if runtime == "torch":   # gloo has no steered routes: the ranks relay
+        items = [replace(it, route_mode="relay") if it.route_mode else it for it in items]
     _check_resources(items, n, sizes, iters + warmup, fabric, demand)
     flow = solve(topology, fabric, "mcf-decomp", demand=demand).concurrent_flow
     bound = (n - 1) * flow * fabric.link_bw
@@ -242,7 +258,7 @@ def bench(topology: Topology, fabric: Fabric, schedules: list[Path], *, native: 
     expected = sum((iters + warmup) * it.predicted_time * m / fabric.link_bw for it in items for m in sizes)
     raw, header = run_on_testbed(topology, fabric, routes, job_items, len(items), expected, sizes=sizes,
                                  iters=iters, warmup=warmup, fft=fft, name=name, force=force, timeout=timeout,
-                                 say=say, demand=demand)
+                                 say=say, demand=demand, runtime=runtime)
     header.update(mcf_flow=flow, throughput_bound_GBps=bound / 1e9)
     warnings: list[str] = []
     by_label = {it.label: it for it in items}
@@ -253,7 +269,7 @@ def bench(topology: Topology, fabric: Fabric, schedules: list[Path], *, native: 
 def run_on_testbed(topology: Topology, fabric: Fabric, routes, job_items, n_items: int, expected: float, *,
                    sizes: list[int], iters: int, warmup: int, fft: int | None = None, name: str | None = None,
                    force: bool = False, timeout: float | None = None, say=None,
-                   demand=None) -> tuple[list[dict], dict]:
+                   demand=None, runtime: str = "mpi") -> tuple[list[dict], dict]:
     """Bring the testbed up, run :mod:`.rank` over the items ``job_items(tb, tmp)`` returns (they may steer
     routes on ``tb``), take it down: the rank program's raw results and the bench header.
 
@@ -269,7 +285,8 @@ def run_on_testbed(topology: Topology, fabric: Fabric, routes, job_items, n_item
             job = {"items": jobs, "sizes": sizes, "iters": iters, "warmup": warmup, "fft": fft,
                    "counters": counter_map(tb.layout), "timeout": min(timeout, 600),
                    "host_ns": [tb.layout.host_ns(h) for h in range(n)],
-                   "demand": None if demand is None else demand.volumes.tolist()}
+                   "demand": None if demand is None else demand.volumes.tolist(), "runtime": runtime,
+                   "torch_master": tb.layout.host_addr(0)}
             job_file, out_file = Path(tmp, "job.json"), Path(tmp, "out.json")
             job_file.write_text(json.dumps(job))
             say(f"running {n_items} item(s) x {len(sizes)} size(s) x {warmup}+{iters} iterations "
@@ -281,7 +298,8 @@ def run_on_testbed(topology: Topology, fabric: Fabric, routes, job_items, n_item
                     err.seek(0)
                     raise A2AError(_job_error(finished, err.read().decode(errors="replace")))
             raw = json.loads(out_file.read_text())["results"]
-    header = {"spec": topology.spec, "ranks": n, "fabric": fabric.to_json_dict(), "default_routes": tb.routes.algo,
+    header = {"spec": topology.spec, "ranks": n, "runtime": runtime, "fabric": fabric.to_json_dict(),
+              "default_routes": tb.routes.algo,
               "iters": iters, "warmup": warmup, "fft_grid": fft,
               "demand": None if demand is None else demand.to_json_dict(),
               "job": {"wall_s": finished.wall_s, "cpu_user_s": finished.cpu_user_s,

@@ -1,7 +1,9 @@
 """The program every rank runs in a bench: ``python -m runtimes.testbed.rank JOB.json OUT.json``.
 
 For each item of the job (a schedule, or native ``MPI_Alltoall``; with the
-job's demand matrix, ``Alltoallv`` and native ``MPI_Alltoallv``) and each
+job's demand matrix, ``Alltoallv`` and native ``MPI_Alltoallv``; under the
+job's ``runtime`` ``torch``, :class:`runtimes.torch.AllToAll` and native
+``dist.all_to_all_single`` over gloo) and each
 shard size: warm-up and timed iterations as in ``a2a run`` (barrier, time the
 call, the iteration's time is the slowest rank's), the received bytes
 checked after the first and the last iteration, and around the timed
@@ -19,6 +21,8 @@ import sys
 import mpi4py
 
 mpi4py.rc.initialize = False  # rank 0 opens its netlink sockets (which fork) before MPI starts
+#: The gloo rendezvous port (``--runtime torch``) on host 0's data address, inside the testbed's namespaces.
+TORCH_PORT = 29500
 
 
 def _rusage() -> float:
@@ -58,6 +62,8 @@ def main(job_path: str, out_path: str) -> int:
     with Watchdog(job["timeout"], comm, prog) as watchdog:
         try:
             agree(comm, lambda: _raise(_check_placement(job["host_ns"], comm.rank)))
+            if job.get("runtime") == "torch":
+                agree(comm, lambda: _init_torch(comm, job))
             for item in job["items"]:
                 results += _run_item(comm, item, job, counters, watchdog)
         except A2AError as exc:
@@ -69,6 +75,10 @@ def main(job_path: str, out_path: str) -> int:
 
         atomic_write(out_path, json.dumps({"results": results}))
         counters.close()
+    if job.get("runtime") == "torch":
+        import torch.distributed as dist
+
+        dist.destroy_process_group()
     MPI.Finalize()
     return 0
 
@@ -83,7 +93,7 @@ def _raise(error: str | None) -> None:
 def _run_item(comm, item, job, counters, watchdog) -> list[dict]:
     from runtimes.mpi.alltoallv import Alltoallv
     from runtimes.mpi.cli import _timed, workload
-    from runtimes.mpi.executor import Alltoall
+    from runtimes.mpi.executor import Alltoall, agree
 
     if item["kind"] == "jobs":
         return _run_jobs(comm, item, job, counters, watchdog)
@@ -93,7 +103,12 @@ def _run_item(comm, item, job, counters, watchdog) -> list[dict]:
 
         demand = Demand.from_volumes(demand, "bench demand")
     a2a = None
-    if item["kind"] != "native":
+    torch_runtime = job.get("runtime") == "torch"
+    if torch_runtime and item["kind"] != "native":
+        from runtimes.torch import AllToAll
+
+        a2a = agree(comm, lambda: AllToAll(item["file"], route_mode="relay", demand=demand, timeout=job["timeout"]))
+    elif item["kind"] != "native":
         steering = _steering(item.get("steering"))
         if demand is None:
             a2a = Alltoall(item["file"], comm, route_mode=item["route_mode"], steering=steering)
@@ -105,7 +120,7 @@ def _run_item(comm, item, job, counters, watchdog) -> list[dict]:
         res = _fft_item(comm, item, job, counters, watchdog, a2a or comm.Alltoall, a2a)
         return [res] if res else []
     for m in job["sizes"]:
-        w = workload(comm, a2a, m, demand)
+        w = _torch_workload(comm, a2a, m, demand) if torch_runtime else workload(comm, a2a, m, demand)
         start = {}
         times, error = _timed(comm, w.ours if a2a is not None else w.native, w.send, w.recv, job["warmup"],
                               job["iters"], "first-last", watchdog, lambda: start.update(_snapshot(comm, counters)),
@@ -115,9 +130,40 @@ def _run_item(comm, item, job, counters, watchdog) -> list[dict]:
         if rank == 0:
             out.append({"label": item["label"], "kind": item["kind"], "size_bytes": m, "times_s": times.tolist(),
                         "error": errors[0] if errors else None, **measured})
-    if a2a is not None:
+    if a2a is not None and not torch_runtime:
         a2a.free()
     return out
+
+
+def _init_torch(comm, job) -> None:
+    """The gloo process group over the fabric: every rank's sockets on its host's data interface, the
+    rendezvous at host 0's data address."""
+    import torch.distributed as dist
+    from datetime import timedelta
+
+    from .layout import HOST_IF
+
+    os.environ.update(MASTER_ADDR=job["torch_master"], MASTER_PORT=str(TORCH_PORT), GLOO_SOCKET_IFNAME=HOST_IF)
+    dist.init_process_group("gloo", rank=comm.rank, world_size=comm.size, timeout=timedelta(seconds=job["timeout"]))
+
+
+def _torch_workload(comm, a2a, m: int, demand):
+    """:func:`runtimes.mpi.cli.workload`'s buffers and checks, moved by ``torch.distributed``: the schedule's
+    ``all_to_all_single`` (``a2a``) or gloo's own, on tensors sharing the buffers' memory."""
+    import numpy as np
+    import torch
+    import torch.distributed as dist
+
+    from runtimes.mpi.cli import workload
+
+    w = workload(comm, None, m, demand)
+    n, r = comm.size, comm.rank
+    counts = np.full((n, n), m) if demand is None else demand.pair_bytes(m)
+    sc, rc = counts[r].tolist(), counts[:, r].tolist()
+    send, recv = torch.from_numpy(w.send), torch.from_numpy(w.recv)
+    call = dist.all_to_all_single if a2a is None else a2a.all_to_all_single
+    fn = lambda s, v: call(recv, send, rc, sc)  # noqa: E731 - the buffers are the tensors' memory
+    return w._replace(ours=fn, native=fn)
 
 
 def _steering(entry):
