@@ -63,7 +63,7 @@ class Alltoallv(Alltoall):
 
     def __call__(self, sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls) -> None:
         p, comm = self.plan, self.comm
-        n, me = p.nranks, comm.rank
+        n = p.nranks
         try:
             sbytes, sc, sd, rbytes, rc, rd = _arguments(sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, n)
             err = None

@@ -17,7 +17,7 @@ from mpi4py import MPI
 
 from a2a_compiler.errors import A2AError
 
-from .plan import BUF_I, BUF_O, PathPlan, RankPlan, build_plans, load_schedule
+from .plan import PathPlan, RankPlan, build_plans, load_schedule
 from .rankmap import place_ranks
 from .steered import SteeredRoutes
 from .steps import run_plan
