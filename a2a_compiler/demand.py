@@ -226,12 +226,13 @@ class Demand:
                            f"same total, and this matrix's rows and columns differ; use the MPI path format "
                            f"(--emit mpi) or oneCCL-style XML (--emit oneccl)")
 
-    def msccl_counts(self, chunks_per_peer: int) -> np.ndarray:
+    def msccl_counts(self, chunks_per_peer: int, fmt: str = "MSCCL") -> np.ndarray:
         """The chunk counts ``T`` of an MSCCL all-to-allv with ``chunks_per_peer = nchunksperloop / N``:
         every row and column sums to ``nchunksperloop`` (the fixed-size buffers), ``T ≈ D·N·c/(N-1)``
         (:meth:`chunk_counts`; exact when that is integral).  The compiler lays the buffers out by it and
-        the verifier and runtime recompute it from the demand and the file's ``nchunksperloop``."""
-        self.require_balanced()
+        the verifier and runtime recompute it from the demand and the file's ``nchunksperloop``.  ``fmt``
+        (MSCCL, MSCCL++) is the format an unbalanced matrix is refused for (:meth:`require_balanced`)."""
+        self.require_balanced(fmt)
         n = self.n
         return self.chunk_counts(n * chunks_per_peer / (n - 1), n * chunks_per_peer)
 

@@ -187,7 +187,7 @@ def _demand_layout(fmt: str, program, demand, report: "Report", trace=None):
             f"the file was compiled for another demand matrix (volumes sha256 {recorded[:12]}), not "
             f"{demand.source} ({demand.sha256[:12]})")
     if fmt in ("msccl", "mscclpp") and trace.errors:
-        return demand.msccl_counts(report.chunks_per_shard)
+        return demand.msccl_counts(report.chunks_per_shard, "MSCCL++" if fmt == "mscclpp" else "MSCCL")
     if recorded is None:
         report.reused = True
         report.warnings.append(

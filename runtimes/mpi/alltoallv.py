@@ -65,7 +65,7 @@ def layout_counts(program, nranks: int, demand=None) -> np.ndarray | None:
             demand = program.record.demand_volumes(program.name)   # the all-to-allv it was compiled for
         if demand is None or not moves():
             return np.full((nranks, nranks), c, np.int64)
-        counts = demand.msccl_counts(c)
+        counts = demand.msccl_counts(c, "MSCCL++" if isinstance(program, MscclppProgram) else "MSCCL")
         wrong = moves(counts)
         if wrong:
             raise A2AError(f"{what} {program.name!r} moves data neither as an all-to-all nor as the all-to-allv "

@@ -1,0 +1,35 @@
+"""GPU-format paths tried as a newcomer would (issue 33's follow-up pass): each defect found, its exact message
+and exit status."""
+
+import pytest
+
+import a2a_compiler
+from a2a_compiler.cli import main
+from a2a_compiler.demand import Demand, read_demand
+from a2a_compiler.errors import A2AError
+
+BALANCED4 = [[0, 2, 1, 1], [1, 0, 2, 1], [1, 1, 0, 2], [2, 1, 1, 0]]
+
+
+@pytest.fixture(scope="module")
+def alltoallv_plan():
+    """An MSCCL++ all-to-allv plan of hypercube:2 (C = 1), compiled for a balanced demand."""
+    return a2a_compiler.compile("hypercube:2", "mscclpp", demand=Demand.from_array(BALANCED4))
+
+
+def test_an_unbalanced_demand_on_an_mscclpp_plan_names_mscclpp(alltoallv_plan, tmp_path, capsys):
+    """'a2a verify plan.json --demand U.csv' and 'a2a run' named MSCCL's buffers for an MSCCL++ plan."""
+    from runtimes.mpi.alltoallv import layout_counts
+
+    plan = tmp_path / "moe.json"
+    alltoallv_plan.write(plan)
+    u = tmp_path / "U.csv"
+    u.write_text("0,1,2,3\n1,0,1,1\n1,1,0,1\n1,1,1,0\n")
+    line = (f"{u}: MSCCL++'s fixed-size buffers need every rank to send and receive the same total, and this "
+            f"matrix's rows and columns differ; use the MPI path format (--emit mpi) or oneCCL-style XML "
+            f"(--emit oneccl)")
+    assert main(["verify", str(plan), "--demand", str(u)]) == 2
+    assert capsys.readouterr().err == f"a2a verify: error: {line}\n"
+    with pytest.raises(A2AError) as exc:
+        layout_counts(alltoallv_plan.program, 4, read_demand(u))
+    assert str(exc.value) == line
