@@ -33,3 +33,29 @@ def test_an_unbalanced_demand_on_an_mscclpp_plan_names_mscclpp(alltoallv_plan, t
     with pytest.raises(A2AError) as exc:
         layout_counts(alltoallv_plan.program, 4, read_demand(u))
     assert str(exc.value) == line
+
+
+@pytest.fixture(scope="module")
+def nv_plan():
+    """The MSCCL++ plan of nvswitch:2,4 (C = 2) as its decoded JSON text."""
+    return a2a_compiler.compile("nvswitch:2,4", "mscclpp").text
+
+
+@pytest.mark.parametrize("old, new, why", [
+    ('"buffer_alignment": 16', '"buffer_alignment": NaN', "invalid JSON: NaN is not a JSON value"),
+    ('"buffer_alignment": 16', '"buffer_alignment": 1' + "0" * 5000,
+     "invalid JSON: the number 10000000000000000000... is out of range"),
+    ('"buffer_alignment": 16', '"buffer_alignment": 1e999', "invalid JSON: the number 1e999 is out of range"),
+    ('"buffer_alignment": 16', '"buffer_alignment": 0', ".buffer_alignment must lie in 1 .. 2**64-1, got 0"),
+    ('"min_message_size": 0', '"min_message_size": -1', ".min_message_size must lie in 0 .. 2**64-1, got -1"),
+    ('"min_message_size": 0', '"min_message_size": 2.5', ".min_message_size must be an int, got 2.5"),
+    ('"reuse_resources": false', '"reuse_resources": 0', ".reuse_resources must be a bool, got 0"),
+])
+def test_plan_options_the_executor_cannot_read_are_refused(nv_plan, tmp_path, capsys, old, new, why):
+    """NaN, a number beyond the doubles (nlohmann::json refuses both; a 5001-digit integer was a traceback),
+    buffer_alignment 0 (checkMessageSize divides by it) and a negative size were read as the defaults: VALID."""
+    assert old in nv_plan
+    plan = tmp_path / "plan.json"
+    plan.write_text(nv_plan.replace(old, new, 1))
+    assert main(["verify", str(plan)]) == 2
+    assert capsys.readouterr().err == f"a2a verify: error: {plan}: {why}\n"

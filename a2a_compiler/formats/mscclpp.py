@@ -246,6 +246,19 @@ def _op(o, path, depth=0) -> Op:
               tuple((k, v) for k, v in o.items() if k not in _OP_KEYS))
 
 
+def _option(obj, key, default):
+    """A top-level option as the executor reads it (``execution_plan.cc`` l.131-133: ``obj.value(key, default)``
+    into a ``bool``, ``int`` or ``uint64_t``): a bool, or an integer in 0 .. 2**64-1; ``buffer_alignment``
+    at least 1 (``checkMessageSize`` divides by it, l.299-311)."""
+    if isinstance(default, bool):
+        return _get(obj, key, [], "bool", default)
+    v = _get(obj, key, [], "int", default)
+    least = 1 if key == "buffer_alignment" else 0
+    if not least <= v <= 2**64 - 1:
+        raise FormatError(f"{_where([key])} must lie in {least} .. 2**64-1, got {v}")
+    return v
+
+
 def mscclpp_from_json(obj, source: str = "<mscclpp>") -> MscclppProgram:
     """Build the program from a decoded plan; a missing or mistyped field raises :class:`FormatError`
     naming its JSON path.  Semantic rules (ids in range, limits) are :mod:`.mscclpp_rules`'."""
@@ -285,7 +298,7 @@ def _plan(obj) -> MscclppProgram:
                      for i, s in enumerate(_get(g, "semaphores", p, "list", [])))
         gpus.append(Gpu(_get(g, "id", p, "int"), _get(g, "input_chunks", p, "int"), _get(g, "output_chunks", p, "int"),
                         _get(g, "scratch_chunks", p, "int"), tuple(tbs), tuple(channels), remote, sems))
-    options = tuple((k, obj.get(k, v)) for k, v in PLAN_DEFAULTS.items())
+    options = tuple((k, _option(obj, k, v)) for k, v in PLAN_DEFAULTS.items())
     record = None if obj.get(RECORD_KEY) is None else Record.from_json_dict(obj[RECORD_KEY], RECORD_KEY)
     return MscclppProgram(_get(obj, "name", [], "str"), _get(obj, "collective", [], "str"),
                           _get(obj, "protocol", [], "str"), _get(obj, "inplace", [], "bool"), tuple(gpus), options,
