@@ -59,3 +59,18 @@ def test_plan_options_the_executor_cannot_read_are_refused(nv_plan, tmp_path, ca
     plan.write_text(nv_plan.replace(old, new, 1))
     assert main(["verify", str(plan)]) == 2
     assert capsys.readouterr().err == f"a2a verify: error: {plan}: {why}\n"
+
+
+@pytest.mark.parametrize("name, text, status, err", [
+    ("null.json", "null\n", 0, "a2a verify: {p}: skipped, not a schedule (--skip-other)\n"),
+    ("text.json", '"hello"\n', 0, "a2a verify: {p}: skipped, not a schedule (--skip-other)\n"),
+    ("empty.json", "", 2, "a2a verify: error: {p}: empty file, not a schedule\n"),
+    ("blank.xml", "\n", 2, "a2a verify: error: {p}: empty file, not a schedule\n"),
+])
+def test_the_hook_reads_json_scalars_as_json_and_names_an_empty_file(tmp_path, capsys, name, text, status, err):
+    """The pre-commit hook's 'a2a verify --skip-other': well-formed JSON whose top level is not an object or array
+    was 'malformed XML at line 1' (exit 2), and so was an empty file."""
+    p = tmp_path / name
+    p.write_text(text)
+    assert main(["verify", "--skip-other", str(p)]) == status
+    assert capsys.readouterr().err == err.format(p=p)

@@ -325,8 +325,11 @@ def parse_mscclpp(data: bytes, source: str = "<mscclpp>") -> MscclppProgram:
 
 
 def looks_like_plan(data: bytes) -> bool:
-    """True when ``data`` is JSON (its first non-blank byte is ``{`` or ``[``), not XML."""
-    return data.lstrip()[:1] in (b"{", b"[")
+    """True when ``data`` is read as JSON: its first non-blank byte (after a UTF-8 byte-order mark) is not
+    XML's ``<`` (a JSON scalar such as ``null`` or ``"text"`` is JSON, not malformed XML); an empty file is
+    left to the XML reader, which says it is empty."""
+    head = data.lstrip()
+    return head.removeprefix(b"\xef\xbb\xbf").lstrip()[:1] not in (b"<", b"")
 
 
 # ------------------------------------------------------------------ writing
