@@ -74,3 +74,15 @@ def test_the_hook_reads_json_scalars_as_json_and_names_an_empty_file(tmp_path, c
     p.write_text(text)
     assert main(["verify", "--skip-other", str(p)]) == status
     assert capsys.readouterr().err == err.format(p=p)
+
+
+def test_a_program_over_rccls_thread_blocks_at_one_channel_is_not_told_to_use_fewer(tmp_path, capsys):
+    """complete:33 for RCCL: 1 copy + 32 neighbours x 2 directions at the one channel and instance it already has;
+    the refusal said 'use fewer --channels or --instances', which cannot help."""
+    out = tmp_path / "c33.xml"
+    assert main(["compile", "complete:33", "--emit", "msccl", "--target", "rccl", "-q", "-o", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        "a2a compile: error: complete:33 at 1 chunk(s) per shard: gpu 0 needs 65 thread blocks, over RCCL (ROCm)'s "
+        "64 per GPU; the most this layout fits is 64 (1 copy + one per neighbour, channel and direction) and it has "
+        "one channel already: use --emit mpi (MPI path schedules have no per-rank size limit)\n")
+    assert not out.exists()
