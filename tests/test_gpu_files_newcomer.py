@@ -86,3 +86,18 @@ def test_a_program_over_rccls_thread_blocks_at_one_channel_is_not_told_to_use_fe
         "64 per GPU; the most this layout fits is 64 (1 copy + one per neighbour, channel and direction) and it has "
         "one channel already: use --emit mpi (MPI path schedules have no per-rank size limit)\n")
     assert not out.exists()
+
+
+def test_one_fidelity_is_printed_one_way(tmp_path, capsys):
+    """nvswitch:2,4's host-bottlenecked MSCCL++ plan: the LP line said 0.5959 and the trade-off line and warning
+    0.5958, the same number (0.595848...) rounded and rounded down; every summary now rounds down, as the warning
+    must (0.96996 is below 0.97).  verify prints what compile printed."""
+    out = tmp_path / "nvb.json"
+    assert main(["compile", "nvswitch:2,4", "--link-bw", "400Gbps", "--nvlink-bw", "3.6Tbps", "--host-bw", "800Gbps",
+                 "--emit", "mscclpp", "-q", "-o", str(out)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2:4] == ["LP         5 link-times, tsmcf's own LP (certified): fidelity 0.5958",
+                          "MCF        5 link-times, the link MCF optimum (certified): ratio 0.5958"]
+    assert lines[5].startswith("trade-off  C = 2, a count mscclpp selects at power-of-two sizes, gives fidelity 0.5958;")
+    assert main(["verify", str(out)]) == 0
+    assert "  LP time            5 link-times, tsmcf's own LP (recorded); fidelity 0.5958" in capsys.readouterr().out

@@ -160,9 +160,9 @@ def run(args) -> int:
     print(f"predicted  {out['predicted_time']:.6g} link-times (unit shards) for the program"
           + (" as a dataflow" if args.emit in ("msccl", "mscclpp") else ""))
     print(f"LP         {out['lp_time']:.6g} link-times, {out['method']}'s own LP (certified): "
-          f"fidelity {out['fidelity']:.4f}")
+          f"fidelity {fidelity_text(out['fidelity'])}")
     print(f"MCF        {out['mcf_time']:.6g} link-times, the link MCF optimum (certified): "
-          f"ratio {out['mcf_ratio']:.4f}")
+          f"ratio {fidelity_text(out['mcf_ratio'])}")
     if "demand" in out:
         print(f"demand     {out['demand']['source']} (sha256 {out['demand']['sha256'][:12]}): times are the "
               f"all-to-allv's, volumes scaled to mean 1 per pair")

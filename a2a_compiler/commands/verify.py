@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
+from ..chunk.cost import fidelity_text
 from ..cli import command_parser
 from ..errors import A2AError
 from ..fabric import parse_bandwidth
@@ -277,11 +278,11 @@ def _human(report) -> str:
         lines.append(line)
         if report.fidelity is not None:
             lines.append(f"  LP time            {report.lp_time:.6g} link-times, {rec.method}'s own LP (recorded); "
-                         f"fidelity {report.fidelity:.4f}")
+                         f"fidelity {fidelity_text(report.fidelity)}")
         if report.mcf_time:
             lines.append(f"  link MCF optimum   {report.mcf_time:.6g} link-times "
                          f"({'certified' if report.mcf_solved else 'recorded, not solved here'}); MCF ratio "
-                         f"{report.mcf_ratio:.4f}")
+                         f"{fidelity_text(report.mcf_ratio)}")
     n = len(report.warnings)   # a warning can mean a check did not run: VALID says so
     lines.append("INVALID" if not report.valid else f"VALID, with {n} warning{'s' if n > 1 else ''} (see above)" if n
                  else "VALID")
