@@ -98,6 +98,23 @@ def test_one_fidelity_is_printed_one_way(tmp_path, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[2:4] == ["LP         5 link-times, tsmcf's own LP (certified): fidelity 0.5958",
                           "MCF        5 link-times, the link MCF optimum (certified): ratio 0.5958"]
-    assert lines[5].startswith("trade-off  C = 2, a count mscclpp selects at power-of-two sizes, gives fidelity 0.5958;")
+    assert lines[5].startswith("trade-off  C = 2, a count mscclpp selects at power-of-two sizes, gives fidelity "
+                               "0.5958;")
     assert main(["verify", str(out)]) == 0
     assert "  LP time            5 link-times, tsmcf's own LP (recorded); fidelity 0.5958" in capsys.readouterr().out
+
+
+def test_a_plan_lowered_from_an_ir_is_not_told_to_drop_any_chunks(tmp_path, capsys):
+    """'a2a schedule hypercube:3' keeps C = 3; the plan 'a2a compile --from-ir' lowers from it runs at no power-of-two
+    size, and verify's advice named --any-chunks, which was never given."""
+    ir, plan = tmp_path / "s.json", tmp_path / "p.json"
+    assert main(["schedule", "hypercube:3", "-q", "-o", str(ir)]) == 0
+    assert main(["compile", "--from-ir", str(ir), "--emit", "mscclpp", "-q", "-o", str(plan)]) == 0
+    assert ("sizes      mscclpp runs it at per-peer sizes a multiple of 48 bytes: at no power-of-two size (the "
+            "executor throws 'Input or output size is not aligned with buffer alignment or chunks')"
+            in capsys.readouterr().out.splitlines())
+    assert main(["verify", str(plan), "--no-lp"]) == 0
+    assert ("  warning: mscclpp runs it at per-peer sizes a multiple of 48 bytes: at no power-of-two size (the "
+            "executor throws 'Input or output size is not aligned with buffer alignment or chunks'); 'a2a compile "
+            "SPEC' chooses a count it selects (not with --any-chunks or --from-ir)"
+            in capsys.readouterr().out.splitlines())

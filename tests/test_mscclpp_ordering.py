@@ -72,8 +72,8 @@ def test_a_flush_without_dst_buff_flushes_nothing(plan):
         "gpu 0 tb 1 op 14: flush of port channels [0, 1] has no dst_buff entry, so it flushes nothing: the executor "
         "flushes one channel per dst_buff entry (execution_plan.cc l.550-551, execution_kernel.hpp l.120-127)",
         "mscclpp runs it at per-peer sizes a multiple of 48 bytes: at no power-of-two size (the executor throws "
-        "'Input or output size is not aligned with buffer alignment or chunks'); 'a2a compile' without --any-chunks "
-        "chooses a count it selects"]
+        "'Input or output size is not aligned with buffer alignment or chunks'); 'a2a compile SPEC' chooses a count "
+        "it selects (not with --any-chunks or --from-ir)"]
     assert r.errors["data movement"][0] == (
         "gpu 0 tb 1 op 1: the port put of i[3..5] into gpu 1 is not flushed before the kernel ends, and the proxy may "
         f"still read its source after it: its flush has no dst_buff entry for the channel ({FLUSH}) (race)")

@@ -95,7 +95,10 @@ def register(sub) -> None:
                            "stderr says why; --min-fidelity F sets the target)"})
     p.add_argument("spec", metavar="SPEC", nargs="?", help=f"{SPEC_HELP} (omit with --from-ir)")
     p.add_argument("--from-ir", metavar="FILE.json", help="lower this schedule IR (from 'a2a schedule') "
-                                                          "instead of solving SPEC")
+                                                          "instead of solving SPEC; its chunk count is kept, so "
+                                                          "--target and --emit mscclpp cannot choose a power of "
+                                                          "two (the 'sizes' line says which sizes the executor "
+                                                          "runs it at)")
     p.add_argument("--emit", choices=sorted(EMITS), required=True,
                    help="output format: " + "; ".join(f"{k}: {v[1]}" for k, v in EMITS.items()))
     p.add_argument("--method", choices=("tsmcf", "mcf-extp", "pmcf"),

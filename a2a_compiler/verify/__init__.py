@@ -390,9 +390,9 @@ def _size_rule(report: Report, rule: msccl_rules.SizeRule | None) -> None:
     """Note when the executor runs the file; warn when it runs it at no power-of-two size."""
     report.size_rule = rule
     if rule is not None and rule.powers_of_two() is None:
-        report.warnings.append(f"{rule.describe()}; 'a2a compile' "
-                               + ("--target T" if report.format == "msccl" else "without --any-chunks")
-                               + " chooses a count it selects")
+        report.warnings.append(f"{rule.describe()}; 'a2a compile SPEC"
+                               + (" --target T" if report.format == "msccl" else "")
+                               + "' chooses a count it selects (not with --any-chunks or --from-ir)")
 
 
 def _executor_trace(report: Report, sound: bool, size: int, run, program):
