@@ -88,7 +88,8 @@ MSCCL_FLAGS = [
 
 def register(sub) -> None:
     """Add ``a2a compile`` to the subcommands."""
-    p = command_parser(sub, "compile", "solve, chunk and lower a schedule to MSCCL / oneCCL-style / MPI path XML",
+    p = command_parser(sub, "compile",
+                       "solve, chunk and lower a schedule to MSCCL XML, an MSCCL++ plan, oneCCL-style or MPI path XML",
                        "Run solve -> chunk -> lower in one go (or lower a saved schedule IR with --from-ir), "
                        "verify the program and write it atomically.", EPILOG,
                        {1: "the file is written, but its fidelity is below the default target 0.97 (a warning on "
@@ -128,10 +129,10 @@ def register(sub) -> None:
                         "less scratch, but more steps and thread blocks (docs/formats.md)")
     add_injection_args(p)
     p.add_argument("--name", help="algorithm name written into the file (default SPEC-METHOD)")
-    add_output_args(p, "FILE", "the XML", "docs/json.md: valid, format, spec, method, fabric, ranks, chunks_per_shard, "
-                                          "program, predicted_time, lp_time, mcf_time, fidelity, mcf_ratio, "
-                                          "target, sizes, fidelity_warning, output, ...; the same values "
-                                          "'a2a verify FILE --json' prints")
+    add_output_args(p, "FILE", "the file (XML; an MSCCL++ plan: JSON)",
+                    "docs/json.md: valid, format, spec, method, fabric, ranks, chunks_per_shard, program, "
+                    "predicted_time, lp_time, mcf_time, fidelity, mcf_ratio, target, sizes, fidelity_warning, "
+                    "output, ...; the same values 'a2a verify FILE --json' prints")
     p.set_defaults(func=run)
 
 
