@@ -118,3 +118,10 @@ def test_a_plan_lowered_from_an_ir_is_not_told_to_drop_any_chunks(tmp_path, caps
             "executor throws 'Input or output size is not aligned with buffer alignment or chunks'); 'a2a compile "
             "SPEC' chooses a count it selects (not with --any-chunks or --from-ir)"
             in capsys.readouterr().out.splitlines())
+
+
+def test_a_switched_topologys_program_is_named_by_its_spec():
+    """The default name is SPEC-METHOD (--name's help); on nvswitch:2,4 it was the hosts-through-switches graph's
+    'nvswitch:2,4__hosts_through_switches_-tsmcf'."""
+    for emit in ("msccl", "mscclpp"):
+        assert a2a_compiler.compile("nvswitch:2,4", emit).program.name == "nvswitch:2,4-tsmcf"

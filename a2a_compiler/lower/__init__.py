@@ -12,8 +12,9 @@ from ..formats.xmlutil import safe_name
 
 
 def program_name(schedule, name: str | None) -> str:
-    """``name`` (if not empty) or ``<spec>-<method>``, as a safe ``name`` attribute."""
-    return safe_name(name or f"{schedule.spec}-{schedule.method}")
+    """``name`` (if not empty) or ``<spec>-<method>``, as a safe ``name`` attribute; a switched topology's
+    spec as the user wrote it (:func:`record_of`), not its hosts-through-switches graph's."""
+    return safe_name(name or f"{schedule.info.get('switched', schedule.spec)}-{schedule.method}")
 
 
 def record_of(schedule, volumes: bool = False, target: str | None = None) -> Record:
