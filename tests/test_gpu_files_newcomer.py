@@ -125,3 +125,15 @@ def test_a_switched_topologys_program_is_named_by_its_spec():
     'nvswitch:2,4__hosts_through_switches_-tsmcf'."""
     for emit in ("msccl", "mscclpp"):
         assert a2a_compiler.compile("nvswitch:2,4", emit).program.name == "nvswitch:2,4-tsmcf"
+
+
+def test_the_hook_skips_json_with_one_key_a_plan_has_and_checks_a_plan_missing_one(tmp_path, capsys):
+    """A server's config ('protocol') or a cluster's ('gpus': 8) was read as a broken plan: exit 2 on commit."""
+    for name, text in (("server.json", '{"protocol": "http", "port": 80}'), ("cluster.json", '{"gpus": 8}')):
+        (tmp_path / name).write_text(text)
+        assert main(["verify", "--skip-other", str(tmp_path / name)]) == 0
+        assert capsys.readouterr().err == f"a2a verify: {tmp_path / name}: skipped, not a schedule (--skip-other)\n"
+    plan = tmp_path / "plan.json"
+    plan.write_text('{"collective": "alltoall", "protocol": "Simple", "inplace": false}')
+    assert main(["verify", "--skip-other", str(plan)]) == 2
+    assert capsys.readouterr().err == f"a2a verify: error: {plan}: plan is missing 'gpus'\n"

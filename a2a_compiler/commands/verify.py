@@ -110,7 +110,8 @@ def register(sub) -> None:
                         "difference), more than 32 channels or 108 thread blocks, i_chunks above nchunksperloop")
     p.add_argument("--skip-other", action="store_true",
                    help="skip a FILE that is well-formed XML or JSON but no schedule (another root element; JSON "
-                        "without the keys of an execution plan, e.g. the IR of 'a2a schedule'), with a note on "
+                        "with fewer than two of an execution plan's keys gpus, collective, protocol, inplace, "
+                        "a2a_record, e.g. the IR of 'a2a schedule'), with a note on "
                         "stderr: the pre-commit hook passes every staged .xml and .json file")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object per file (docs/json.md): valid, file, format, spec, method, fabric, "
