@@ -137,3 +137,17 @@ def test_the_hook_skips_json_with_one_key_a_plan_has_and_checks_a_plan_missing_o
     plan.write_text('{"collective": "alltoall", "protocol": "Simple", "inplace": false}')
     assert main(["verify", "--skip-other", str(plan)]) == 2
     assert capsys.readouterr().err == f"a2a verify: error: {plan}: plan is missing 'gpus'\n"
+
+
+def test_verify_refuses_a_uniform_demand_of_another_size(tmp_path, capsys):
+    """A uniform matrix was dropped (the plain all-to-all) before its size was checked: a 2 x 2 one on an 8-rank plan
+    was VALID; 'a2a run' refused it."""
+    plan = tmp_path / "hc3.json"
+    a2a_compiler.compile("hypercube:3", "mscclpp", max_chunks=1).write(plan)
+    (tmp_path / "D2.csv").write_text("0,1\n1,0\n")
+    assert main(["verify", str(plan), "--demand", str(tmp_path / "D2.csv")]) == 2
+    assert capsys.readouterr().err == f"a2a verify: error: {tmp_path / 'D2.csv'}: the demand matrix is 2 x 2, but the " \
+                                      f"file has 8 ranks\n"
+    (tmp_path / "U8.csv").write_text("\n".join(",".join("0" if i == j else "1" for j in range(8)) for i in range(8)))
+    assert main(["verify", str(plan), "--demand", str(tmp_path / "U8.csv"), "--no-lp"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "VALID"

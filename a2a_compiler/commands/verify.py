@@ -150,7 +150,6 @@ def run(args) -> int:
         from ..demand import read_demand
 
         demand = read_demand(args.demand, None if topology is None else topology.n_hosts)
-        demand = None if demand.is_uniform else demand
     outcomes = []
     for path in args.files:
         t0 = time.perf_counter()
