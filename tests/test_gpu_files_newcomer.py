@@ -151,3 +151,18 @@ def test_verify_refuses_a_uniform_demand_of_another_size(tmp_path, capsys):
     (tmp_path / "U8.csv").write_text("\n".join(",".join("0" if i == j else "1" for j in range(8)) for i in range(8)))
     assert main(["verify", str(plan), "--demand", str(tmp_path / "U8.csv"), "--no-lp"]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == "VALID"
+
+
+def test_verify_names_what_a_json_file_that_is_no_plan_is(tmp_path, capsys):
+    """'a2a verify s.json' on the IR of 'a2a schedule' said "plan is missing 'gpus'"."""
+    ir = tmp_path / "s.json"
+    assert main(["schedule", "hypercube:2", "-q", "-o", str(ir)]) == 0
+    capsys.readouterr()
+    assert main(["verify", str(ir)]) == 2
+    assert capsys.readouterr().err == (f"a2a verify: error: {ir}: the schedule IR of 'a2a schedule', not a lowered "
+                                       f"schedule: lower it with 'a2a compile --from-ir {ir} --emit FORMAT'\n")
+    (tmp_path / "cfg.json").write_text('{"protocol": "http"}')
+    assert main(["verify", str(tmp_path / "cfg.json")]) == 2
+    assert capsys.readouterr().err == (f"a2a verify: error: {tmp_path / 'cfg.json'}: not a schedule: a JSON object "
+                                       f"without 2 of an execution plan's keys (gpus, collective, protocol, inplace, "
+                                       f"a2a_record)\n")

@@ -38,6 +38,11 @@ PLAN_DEFAULTS = {"reuse_resources": False, "num_threads_per_block": 1024, "use_d
                  "buffer_alignment": 16, "min_message_size": 0, "max_message_size": 2**64 - 1}
 CHANNEL_TYPES = ("memory", "port", "switch")
 BUFFERS = ("i", "o", "s")
+#: Top-level keys of an execution plan: the DSL writes the first four, 'a2a compile' all five.  A JSON object
+#: with at least :data:`PLAN_MIN_KEYS` of them is a plan (so a plan missing one key is still checked), one
+#: with fewer is other JSON: the IR of 'a2a schedule' has none, a server's config may say "protocol".
+PLAN_KEYS = ("gpus", "collective", "protocol", "inplace", RECORD_KEY)
+PLAN_MIN_KEYS = 2
 #: Largest plan we agree to read (bytes) and deepest nesting (a pipeline inside an op is 8 deep).
 MAX_PLAN_BYTES = 256 * 1024 * 1024
 MAX_PLAN_DEPTH = 12
@@ -321,7 +326,19 @@ def parse_mscclpp(data: bytes, source: str = "<mscclpp>") -> MscclppProgram:
     obj = parse_json(data, source)
     if not isinstance(obj, dict):
         raise FormatError(f"{source}: an execution plan is a JSON object")
+    if not is_plan(obj):
+        kind = obj.get("format") if isinstance(obj.get("format"), str) else None
+        if kind == "a2a-schedule":
+            raise FormatError(f"{source}: the schedule IR of 'a2a schedule', not a lowered schedule: lower it with "
+                              f"'a2a compile --from-ir {source} --emit FORMAT'")
+        raise FormatError(f"{source}: not a schedule: " + (f"{kind:.40} JSON" if kind else "a JSON object")
+                          + f" without {PLAN_MIN_KEYS} of an execution plan's keys ({', '.join(PLAN_KEYS)})")
     return mscclpp_from_json(obj, source)
+
+
+def is_plan(obj) -> bool:
+    """Whether decoded JSON is an execution plan (a JSON object with :data:`PLAN_MIN_KEYS` of :data:`PLAN_KEYS`)."""
+    return isinstance(obj, dict) and sum(k in obj for k in PLAN_KEYS) >= PLAN_MIN_KEYS
 
 
 def looks_like_plan(data: bytes) -> bool:
