@@ -49,8 +49,8 @@ sizes the executor runs a GPU file at (docs/msccl.md, "Which sizes each file ser
   msccl    msccl-executor-nccl and RCCL select the file only when the elements per peer are a
            multiple of nchunksperloop/ngpus (C, chunks per peer); at any other size they run their
            own all-to-all, silently.  --target chooses C among powers of two, so 1 MiB and 64 MiB
-           per peer (every power of two from C elements up) qualify; if that costs fidelity, a
-           'trade-off' line says what --any-chunks (any C) would give
+           per peer (every power of two from C elements up) qualify; when no power of two reaches
+           the fidelity target, a 'trade-off' line says what --any-chunks (any C) would give
   mscclpp  the executor throws unless the bytes per peer are a multiple of 16*C: C is always
            chosen among powers of two, unless --any-chunks
 With C restricted to powers of two the default --max-chunks is 64 (1, 2, 4, ..., 64).
