@@ -76,7 +76,7 @@ def test_shipped_torus_schedule_is_reproduced_under_other_blas_kernels():
     """Before the fix the §5.2 torus MSCCL file differed between the Haswell and SkylakeX kernels (a
     local-search tie decided by the last bit of a BLAS dot product)."""
     script = ("import sys, tests.test_determinism as t, a2a_compiler\n"
-              "r = a2a_compiler.compile('torus:3x3x3', 'msccl', link_bw='25Gbps', host_bw='100Gbps')\n"
+              "r = a2a_compiler.compile('torus:3x3x3', 'msccl', link_bw='25Gbps', host_bw='100Gbps', target='nccl')\n"
               "sys.stdout.write(t._openblas_core() + '\\n'); sys.stdout.flush()\n"
               "sys.stdout.buffer.write(r.data)\n")
     shipped = (ROOT / "schedules" / "torus-3x3x3-tsmcf.msccl.xml").read_bytes()
