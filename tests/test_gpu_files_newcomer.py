@@ -166,3 +166,16 @@ def test_verify_names_what_a_json_file_that_is_no_plan_is(tmp_path, capsys):
     assert capsys.readouterr().err == (f"a2a verify: error: {tmp_path / 'cfg.json'}: not a schedule: a JSON object "
                                        f"without 2 of an execution plan's keys (gpus, collective, protocol, inplace, "
                                        f"a2a_record)\n")
+
+
+def test_a_uniform_demand_on_an_all_to_allv_plan_is_another_demand(alltoallv_plan, tmp_path, capsys):
+    """--demand of a uniform matrix was dropped before the recorded demand was read, so an all-to-allv plan was
+    checked against its own demand and called VALID."""
+    plan = tmp_path / "moe.json"
+    alltoallv_plan.write(plan)
+    u = tmp_path / "U4.csv"
+    u.write_text("0,1,1,1\n1,0,1,1\n1,1,0,1\n1,1,1,0\n")
+    assert main(["verify", str(plan), "--demand", str(u), "--no-lp"]) == 1
+    out = capsys.readouterr().out
+    assert (f"    error: the file was compiled for another demand matrix (volumes sha256 "
+            f"{Demand.from_array(BALANCED4).sha256[:12]}), not {u} ({read_demand(u).sha256[:12]})") in out.splitlines()

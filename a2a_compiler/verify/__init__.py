@@ -246,7 +246,8 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
     if demand is not None and demand.n != ranks:
         raise A2AError(f"{demand.source}: the demand matrix is {demand.n} x {demand.n}, but the file has "
                        f"{ranks} ranks")
-    if demand is not None and demand.is_uniform:    # the plain all-to-all
+    recorded = (program.record is not None and program.record.demand) or getattr(program, "volumes", None) is not None
+    if demand is not None and demand.is_uniform and not recorded:    # the plain all-to-all
         demand = None
     if demand is None and program.record is not None:
         demand = program.record.demand_volumes(source)
