@@ -146,8 +146,8 @@ def test_verify_refuses_a_uniform_demand_of_another_size(tmp_path, capsys):
     a2a_compiler.compile("hypercube:3", "mscclpp", max_chunks=1).write(plan)
     (tmp_path / "D2.csv").write_text("0,1\n1,0\n")
     assert main(["verify", str(plan), "--demand", str(tmp_path / "D2.csv")]) == 2
-    assert capsys.readouterr().err == f"a2a verify: error: {tmp_path / 'D2.csv'}: the demand matrix is 2 x 2, but the " \
-                                      f"file has 8 ranks\n"
+    assert capsys.readouterr().err == (f"a2a verify: error: {tmp_path / 'D2.csv'}: the demand matrix is 2 x 2, but "
+                                       f"the file has 8 ranks\n")
     (tmp_path / "U8.csv").write_text("\n".join(",".join("0" if i == j else "1" for j in range(8)) for i in range(8)))
     assert main(["verify", str(plan), "--demand", str(tmp_path / "U8.csv"), "--no-lp"]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == "VALID"
