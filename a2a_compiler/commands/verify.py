@@ -59,12 +59,13 @@ warning on stderr; files of other tools (msccl-tools, the MSCCL++ DSL) record no
 --topology and the fabric flags.
 
 all-to-allv (--demand D.csv, default: the demand the file records): data movement is checked
-against the demand.  MSCCL XML is read in the fixed-size-buffer layout of D (T[i][j] chunks of rank i for rank j at input offset
-sum_{k<j} T[i][k], output offset sum_{k<i} T[k][j]; 'a2a demand show D.csv --chunks C' prints T);
-files compiled for a demand record it (MSCCL in its record, oneCCL-style and MPI path files
-in <rank volumes=...>), and it must be D's.  A plain
-all-to-all oneCCL or MPI path file is valid for any D and is priced under it, reused (routes
-and steps unchanged).  Times are then the all-to-allv's, and the LP optimum is 1/F(D).
+against the demand.  MSCCL XML and MSCCL++ plans are read in the fixed-size-buffer layout of D
+(T[i][j] chunks of rank i for rank j at input offset sum_{k<j} T[i][k], output offset
+sum_{k<i} T[k][j]; 'a2a demand show D.csv --chunks C' prints T); files compiled for a demand
+record it (MSCCL and MSCCL++ in their record, oneCCL-style and MPI path files in
+<rank volumes=...>), and it must be D's.  A plain all-to-all file of any format is valid for
+any D and is priced under it, reused (routes and steps unchanged); a uniform D is the plain
+all-to-all.  Times are then the all-to-allv's, and the LP optimum is 1/F(D).
 
 Warnings (a receive described differently from its send, many channels or thread blocks, a
 recorded spec that cannot be built here, so the topology check could not run) do not make a file
