@@ -386,7 +386,7 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
     (:func:`a2a_compiler.chunk.load_schedule`), which is lowered as it is once its LP times are certified
     again (:func:`recertify`).
 
-    ``emit``: ``msccl`` / ``oneccl`` (link schedule, ``method`` ``tsmcf``) or
+    ``emit``: ``msccl`` / ``mscclpp`` / ``oneccl`` (link schedule, ``method`` ``tsmcf``) or
     ``mpi`` (path schedule, ``method`` ``mcf-extp`` (default) or ``pmcf`` with
     ``paths`` = ``disjoint`` | ``shortest`` | ``ksp:K``, ``max_paths``).
     Fabric: ``link_bw``, ``host_bw`` (``"25Gbps"``, spelled as on the command line: a bare number is
@@ -398,11 +398,13 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
     the physical links, and ``mcf_time`` is the physical topology's link MCF optimum.  Failures:
     ``remove_links``, ``remove_nodes``, ``seed``, ``among``, ``remove_cables``
     (:func:`~a2a_compiler.topology.puncture.puncture`).  Chunking: ``max_chunks``
-    (16), ``min_fidelity`` (the smallest ``C`` reaching it; for MSCCL measured
-    on the lowered program), tsMCF ``steps``.  MSCCL: ``channels``,
+    (16; 64 where ``C`` is a power of two), ``min_fidelity`` (the smallest ``C`` reaching it; for MSCCL
+    and MSCCL++ measured on the lowered program), tsMCF ``steps``.  MSCCL: ``channels``,
     ``instances`` (1), ``proto`` (Simple), ``min_bytes``, ``max_bytes`` (0 = no
     limit), ``rcs`` (False), ``target`` (``nccl`` | ``rccl``: the executor whose limits the
-    program meets; the chunk search keeps only chunk counts whose program fits).  MPI paths
+    program meets and that selects it at power-of-two sizes: the chunk search keeps only powers of two
+    whose program fits; recorded in the file).  ``mscclpp`` chooses ``C`` among powers of two too;
+    ``any_chunks`` (with ``target`` or ``mscclpp``) lifts that (docs/msccl.md).  MPI paths
     (:mod:`a2a_compiler.chunk.injection`): ``flow_per_chunk`` (every chunk its own route),
     ``max_flows`` (time steps with at most that many routes per host and direction).  ``name``
     goes into the file.  ``demand`` (a :class:`~a2a_compiler.demand.Demand`, an array or a CSV /

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import json
+import math
 import os
 import stat
 import sys
@@ -209,12 +210,40 @@ def read_text(path: str | os.PathLike, limit: int = MAX_INPUT_BYTES) -> str:
         raise FormatError(f"{path}: not UTF-8 text (byte {exc.start})") from None
 
 
+class _NotJson(ValueError):
+    """A token Python's decoder accepts and JSON (RFC 8259, so nlohmann::json, which executors parse with)
+    does not: ``NaN``, ``Infinity``, a number beyond the doubles' range."""
+
+
+def _constant(name: str):
+    raise _NotJson(f"{name} is not a JSON value")
+
+
+def _out_of_range(text: str) -> _NotJson:
+    return _NotJson(f"the number {text if len(text) <= 24 else text[:20] + '...'} is out of range")
+
+
+def _finite(text: str) -> float:
+    if not math.isfinite(v := float(text)):
+        raise _out_of_range(text)
+    return v
+
+
+def _integer(text: str) -> int:
+    if len(text.lstrip("-")) > 309:     # beyond the doubles (and Python's 4300-digit conversion limit)
+        raise _out_of_range(text)
+    return int(text)
+
+
 def parse_json(data: bytes | str, source: str = "<json>"):
-    """Decode JSON text; malformed, non-UTF-8 or absurdly nested input raises :class:`FormatError`."""
+    """Decode JSON text; malformed, non-UTF-8 or absurdly nested input, ``NaN``, ``Infinity`` or a number
+    beyond the doubles raise :class:`FormatError`."""
     try:
-        return json.loads(data)
+        return json.loads(data, parse_constant=_constant, parse_float=_finite, parse_int=_integer)
     except json.JSONDecodeError as exc:
         raise FormatError(f"{source}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+    except _NotJson as exc:
+        raise FormatError(f"{source}: invalid JSON: {exc}") from None
     except UnicodeDecodeError:
         raise FormatError(f"{source}: not UTF-8 text") from None
     except RecursionError:

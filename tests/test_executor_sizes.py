@@ -99,7 +99,8 @@ def test_verify_prints_the_rule_and_warns_when_no_power_of_two_qualifies(hc3, tm
     rule = ("nccl runs it at per-peer sizes a multiple of 3 elements: at no power-of-two size (NCCL's own all-to-all "
             "runs instead, silently)")
     assert f"  sizes              {rule}" in out
-    assert f"  warning: {rule}; 'a2a compile' --target T chooses a count it selects" in out
+    assert f"  warning: {rule}; 'a2a compile SPEC --target T' chooses a count it selects (not with --any-chunks or " \
+           f"--from-ir)" in out
     assert out[-1] == "VALID, with 1 warning (see above)"
     assert main(["verify", str(tmp_path / "any.xml"), "--no-lp", "--strict"]) == 1
     capsys.readouterr()

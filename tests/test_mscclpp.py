@@ -119,5 +119,9 @@ def test_hostile_json_is_one_line():
         verify_bytes(b"[" * 100000, "t")
     with pytest.raises(FormatError, match=r"^t: an execution plan is a JSON object$"):
         verify_bytes(b"[1]", "t")
-    with pytest.raises(FormatError, match=r"^t: plan is missing 'gpus'$"):
+    with pytest.raises(FormatError) as exc:
         verify_bytes(b'{"format": "a2a-topology"}', "t")
+    assert str(exc.value) == ("t: not a schedule: a2a-topology JSON without 2 of an execution plan's keys (gpus, "
+                              "collective, protocol, inplace, a2a_record)")
+    with pytest.raises(FormatError, match=r"^t: plan is missing 'gpus'$"):
+        verify_bytes(b'{"collective": "alltoall", "inplace": false}', "t")

@@ -30,7 +30,8 @@ Without a GPU (no ``nvidia-smi`` / ``rocm-smi`` answering, no ``/dev/nvidia0`` o
 ``/dev/kfd``) it prints one line saying so and exits 0 without running anything: the
 project's own tests cover everything short of the hardware (the MPI runtime executes every
 format byte-exact).  ``--dry-run`` prints the commands it would run.  Exit 1 when a file is not
-selected at the sizes, a run fails, or the log does not show our algorithm running.
+selected at the sizes, a run fails, or the log does not show our algorithm running; 2, in one line, for a
+file that cannot be read or bad ``--sizes`` (read as ``a2a run -b/-e`` reads sizes).
 """
 
 from __future__ import annotations
@@ -62,14 +63,22 @@ def gpu_present() -> str | None:
     return None
 
 
-def parse_size(text: str) -> int:
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    return int(text[:-1]) * units[text[-1].upper()] if text[-1].upper() in units else int(text)
+def size_range(text: str) -> tuple[int, int]:
+    """``--sizes LO,HI``: two sizes as ``a2a run -b/-e`` read them (:func:`runtimes.mpi.cli.parse_size`), LO <= HI."""
+    from runtimes.mpi.cli import parse_size
+
+    parts = text.split(",")
+    if len(parts) != 2:
+        raise argparse.ArgumentTypeError(f"expected LO,HI (bytes per peer, e.g. 1M,64M), got {text!r}")
+    lo, hi = (parse_size(x) for x in parts)
+    if lo > hi:
+        raise argparse.ArgumentTypeError(f"the smallest size {lo} is larger than the largest {hi}")
+    return lo, hi
 
 
 def sweep(args) -> list[int]:
     """Bytes per peer of the sweep: ``--sizes LO,HI`` and the powers of two times LO up to HI (``-f 2``)."""
-    lo, hi = (parse_size(x) for x in args.sizes.split(","))
+    lo, hi = args.sizes
     sizes = [lo]
     while sizes[-1] * 2 <= hi:
         sizes.append(sizes[-1] * 2)
@@ -95,9 +104,10 @@ def msccl_ran(log: str) -> str | None:
     return None if not fell else f"'{fell[0]}' in the log: NCCL's own all-to-all ran for some call"
 
 
-def msccl_command(program, args, algo_dir: Path, sizes: list[int]) -> tuple[list[list[str]], dict]:
+def msccl_command(program, executor: str, args, algo_dir: Path, sizes: list[int]) -> tuple[list[list[str]], dict]:
+    """The run of ``program`` on ``executor`` (``--executor``, else the target its record names, else nccl)."""
     env = {"MSCCL_ALGO_DIR": str(algo_dir), "NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET,COLL"}
-    if args.executor == "rccl":
+    if executor == "rccl":
         env |= {"RCCL_MSCCL_ENABLE": "1", "RCCL_MSCCL_FORCE_ENABLE": "1"}
     else:
         env["NCCL_MSCCL_ENABLE"] = "1"
@@ -128,8 +138,9 @@ def main(argv=None) -> int:
                    help="msccl-tests-nccl's alltoall_perf binary (env ALLTOALL_PERF)")
     p.add_argument("--mscclpp-test", default=os.environ.get("MSCCLPP_EXECUTOR_TEST", "executor_test.py"),
                    help="mscclpp's python/test/executor_test.py (env MSCCLPP_EXECUTOR_TEST)")
-    p.add_argument("--sizes", default="1M,64M", help="smallest,largest message per peer, bytes (default 1M,64M); "
-                                                     "the powers of two between are run too")
+    p.add_argument("--sizes", type=size_range, default="1M,64M",
+                   help="smallest,largest message per peer, bytes (default 1M,64M); the powers of two between are "
+                        "run too")
     p.add_argument("--mpirun", default="mpirun")
     p.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
     p.add_argument("--quick", action="store_true",
@@ -140,6 +151,7 @@ def main(argv=None) -> int:
     if not args.files:
         p.error("give at least one FILE")
 
+    from a2a_compiler.errors import A2AError
     from a2a_compiler.formats import load_program
     from a2a_compiler.verify import verify_file
 
@@ -153,7 +165,11 @@ def main(argv=None) -> int:
     sizes = sweep(args)
     failed = 0
     for path in args.files:
-        report = verify_file(path, target=args.executor)
+        try:
+            report = verify_file(path, target=args.executor)
+        except A2AError as exc:
+            print(f"run_gpu_executors.py: error: {exc}", file=sys.stderr)
+            return 2
         if not report.valid:
             print(f"{path}: does not verify for {report.target or report.format}: {report.messages()[0]}")
             failed += 1
@@ -171,7 +187,7 @@ def main(argv=None) -> int:
         with tempfile.TemporaryDirectory(prefix="a2a-gpu-") as tmp:
             if fmt == "msccl":
                 shutil.copy(path, Path(tmp) / path.name)
-                cmds, env = msccl_command(program, args, Path(tmp), sizes)
+                cmds, env = msccl_command(program, report.target, args, Path(tmp), sizes)
             else:
                 cmds, env = mscclpp_command(path, program, args, sizes)
             for cmd in cmds:

@@ -511,7 +511,7 @@ def choose_chunks(res: _Resources, paths: list[list[np.ndarray]], cands: dict, l
                     raise
                 break
             if progress:
-                progress(f"chunking: C = {C} -> fidelity {fid:.4f}")
+                progress(f"chunking: C = {C} -> fidelity {fidelity_text(fid)}")
             if program_time is not None and first:
                 steps = ratio(lp_time, asg.time())
                 if search.stepped is None or search.stepped[1] < target - TIE and steps > search.stepped[1] + 1e-12:

@@ -30,12 +30,12 @@ def chunk_counts(demand, per_unit: float, balanced_total: int | None = None) -> 
     return _controlled_rounding(x, np.floor(x), x > 0, int(balanced_total), demand.source)
 
 
-def msccl_counts(demand, chunks_per_peer: int) -> np.ndarray:
-    """The chunk counts ``T`` of an MSCCL all-to-allv with ``chunks_per_peer = nchunksperloop / N``:
+def msccl_counts(demand, chunks_per_peer: int, fmt: str = "MSCCL") -> np.ndarray:
+    """The chunk counts ``T`` of an MSCCL (MSCCL++) all-to-allv with ``chunks_per_peer = nchunksperloop / N``:
     every row and column sums to ``nchunksperloop`` (the fixed-size buffers), ``T ≈ D·N·c/(N-1)``
-    (:func:`chunk_counts`; exact when that is integral); an unbalanced matrix is refused
-    (:meth:`~a2a_compiler.demand.Demand.require_balanced`)."""
-    demand.require_balanced()
+    (:func:`chunk_counts`; exact when that is integral); an unbalanced matrix is refused for the format
+    ``fmt`` names (:meth:`~a2a_compiler.demand.Demand.require_balanced`)."""
+    demand.require_balanced(fmt)
     n = demand.n
     return chunk_counts(demand, n * chunks_per_peer / (n - 1), n * chunks_per_peer)
 

@@ -49,8 +49,8 @@ sizes the executor runs a GPU file at (docs/msccl.md, "Which sizes each file ser
   msccl    msccl-executor-nccl and RCCL select the file only when the elements per peer are a
            multiple of nchunksperloop/ngpus (C, chunks per peer); at any other size they run their
            own all-to-all, silently.  --target chooses C among powers of two, so 1 MiB and 64 MiB
-           per peer (every power of two from C elements up) qualify; if that costs fidelity, a
-           'trade-off' line says what --any-chunks (any C) would give
+           per peer (every power of two from C elements up) qualify; when no power of two reaches
+           the fidelity target, a 'trade-off' line says what --any-chunks (any C) would give
   mscclpp  the executor throws unless the bytes per peer are a multiple of 16*C: C is always
            chosen among powers of two, unless --any-chunks
 With C restricted to powers of two the default --max-chunks is 64 (1, 2, 4, ..., 64).
@@ -88,7 +88,8 @@ MSCCL_FLAGS = [
 
 def register(sub) -> None:
     """Add ``a2a compile`` to the subcommands."""
-    p = command_parser(sub, "compile", "solve, chunk and lower a schedule to MSCCL / oneCCL-style / MPI path XML",
+    p = command_parser(sub, "compile",
+                       "solve, chunk and lower a schedule to MSCCL XML, an MSCCL++ plan, oneCCL-style or MPI path XML",
                        "Run solve -> chunk -> lower in one go (or lower a saved schedule IR with --from-ir), "
                        "verify the program and write it atomically.", EPILOG,
                        {1: "the file is written, but its fidelity is below the default target 0.97 (a warning on "
@@ -96,7 +97,10 @@ def register(sub) -> None:
     p.add_argument("spec", metavar="SPEC", nargs="?", help=f"{SPEC_HELP} (omit with --from-ir)")
     p.add_argument("--from-ir", metavar="FILE.json", help="lower this schedule IR (from 'a2a schedule') "
                                                           "instead of solving SPEC; its LP times are solved again "
-                                                          "and an IR whose records differ is refused")
+                                                          "and an IR whose records differ is refused; its chunk "
+                                                          "count is kept, so --target and --emit mscclpp cannot "
+                                                          "choose a power of two (the 'sizes' line says which "
+                                                          "sizes the executor runs it at)")
     p.add_argument("--emit", choices=sorted(EMITS), required=True,
                    help="output format: " + "; ".join(f"{k}: {v[1]}" for k, v in EMITS.items()))
     p.add_argument("--method", choices=("tsmcf", "mcf-extp", "pmcf"),
@@ -127,10 +131,10 @@ def register(sub) -> None:
     add_injection_args(p)
     p.add_argument("--name", help="algorithm name written into the file: letters, digits and . _ : , = + - "
                                   "(default SPEC-METHOD, other characters as _)")
-    add_output_args(p, "FILE", "the XML", "docs/json.md: valid, format, spec, method, fabric, ranks, chunks_per_shard, "
-                                          "program, predicted_time, lp_time, mcf_time, fidelity, mcf_ratio, "
-                                          "target, sizes, fidelity_warning, output, ...; the same values "
-                                          "'a2a verify FILE --json' prints")
+    add_output_args(p, "FILE", "the file (XML; an MSCCL++ plan: JSON)",
+                    "docs/json.md: valid, format, spec, method, fabric, ranks, chunks_per_shard, program, "
+                    "predicted_time, lp_time, mcf_time, fidelity, mcf_ratio, target, sizes, fidelity_warning, "
+                    "output, ...; the same values 'a2a verify FILE --json' prints")
     p.set_defaults(func=run)
 
 
@@ -163,9 +167,9 @@ def run(args) -> int:
     print(f"predicted  {out['predicted_time']:.6g} link-times (unit shards) for the program"
           + (" as a dataflow" if args.emit in ("msccl", "mscclpp") else ""))
     print(f"LP         {out['lp_time']:.6g} link-times, {out['method']}'s own LP (certified): "
-          f"fidelity {out['fidelity']:.4f}")
+          f"fidelity {fidelity_text(out['fidelity'])}")
     print(f"MCF        {out['mcf_time']:.6g} link-times, the link MCF optimum (certified): "
-          f"ratio {out['mcf_ratio']:.4f}")
+          f"ratio {fidelity_text(out['mcf_ratio'])}")
     if "demand" in out:
         print(f"demand     {out['demand']['source']} (sha256 {out['demand']['sha256'][:12]}): times are the "
               f"all-to-allv's, volumes scaled to mean 1 per pair")

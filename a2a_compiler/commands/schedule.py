@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..cli import command_parser
 from ..chunk import SCHEDULE_METHODS, build_schedule, predicted_time, save_schedule
-from ..chunk.cost import ratio
+from ..chunk.cost import fidelity_text, ratio
 from ..chunk.ir import LinkSchedule, Schedule
 from ..compiler import CHUNKING_OPTIONS
 from .common import add_chunking_args, add_demand_arg, add_fabric_args, add_output_args, add_topology_args, \
@@ -62,7 +62,8 @@ def _human(s: dict) -> str:
         f"shape      {shape}, {s['chunks_per_shard']} chunk{'' if s['chunks_per_shard'] == 1 else 's'} per shard",
         f"time       predicted {s['predicted_time']:.6g}, LP {s['lp_time']:.6g}, link MCF {s['mcf_time']:.6g} "
         f"link-times (unit shards)",
-        f"fidelity   {s['fidelity']:.4f} of {s['method']}'s own LP, {s['mcf_ratio']:.4f} of the link MCF optimum",
+        f"fidelity   {fidelity_text(s['fidelity'])} of {s['method']}'s own LP, "
+        f"{fidelity_text(s['mcf_ratio'])} of the link MCF optimum",
         f"saved      {s['output']}",
     ])
 

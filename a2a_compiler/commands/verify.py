@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
+from ..chunk.cost import fidelity_text
 from ..cli import command_parser
 from ..errors import A2AError
 from ..fabric import parse_bandwidth
@@ -59,12 +60,13 @@ warning on stderr; files of other tools (msccl-tools, the MSCCL++ DSL) record no
 --topology and the fabric flags.
 
 all-to-allv (--demand D.csv, default: the demand the file records): data movement is checked
-against the demand.  MSCCL XML is read in the fixed-size-buffer layout of D (T[i][j] chunks of rank i for rank j at input offset
-sum_{k<j} T[i][k], output offset sum_{k<i} T[k][j]; 'a2a demand show D.csv --chunks C' prints T);
-files compiled for a demand record it (MSCCL in its record, oneCCL-style and MPI path files
-in <rank volumes=...>), and it must be D's.  A plain
-all-to-all oneCCL or MPI path file is valid for any D and is priced under it, reused (routes
-and steps unchanged).  Times are then the all-to-allv's, and the LP optimum is 1/F(D).
+against the demand.  MSCCL XML and MSCCL++ plans are read in the fixed-size-buffer layout of D
+(T[i][j] chunks of rank i for rank j at input offset sum_{k<j} T[i][k], output offset
+sum_{k<i} T[k][j]; 'a2a demand show D.csv --chunks C' prints T); files compiled for a demand
+record it (MSCCL and MSCCL++ in their record, oneCCL-style and MPI path files in
+<rank volumes=...>), and it must be D's.  A plain all-to-all file of any format is valid for
+any D and is priced under it, reused (routes and steps unchanged); a uniform D is the plain
+all-to-all.  Times are then the all-to-allv's, and the LP optimum is 1/F(D).
 
 Warnings (a receive described differently from its send, many channels or thread blocks, a
 recorded spec that cannot be built here, so the topology check could not run) do not make a file
@@ -110,7 +112,8 @@ def register(sub) -> None:
                         "difference), more than 32 channels or 108 thread blocks, i_chunks above nchunksperloop")
     p.add_argument("--skip-other", action="store_true",
                    help="skip a FILE that is well-formed XML or JSON but no schedule (another root element; JSON "
-                        "without the keys of an execution plan, e.g. the IR of 'a2a schedule'), with a note on "
+                        "with fewer than two of an execution plan's keys gpus, collective, protocol, inplace, "
+                        "a2a_record, e.g. the IR of 'a2a schedule'), with a note on "
                         "stderr: the pre-commit hook passes every staged .xml and .json file")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object per file (docs/json.md): valid, file, format, spec, method, fabric, "
@@ -148,7 +151,6 @@ def run(args) -> int:
         from ..demand import read_demand
 
         demand = read_demand(args.demand, None if topology is None else topology.n_hosts)
-        demand = None if demand.is_uniform else demand
     outcomes = []
     for path in args.files:
         t0 = time.perf_counter()
@@ -277,11 +279,11 @@ def _human(report) -> str:
         lines.append(line)
         if report.fidelity is not None:
             lines.append(f"  LP time            {report.lp_time:.6g} link-times, {rec.method}'s own LP (recorded); "
-                         f"fidelity {report.fidelity:.4f}")
+                         f"fidelity {fidelity_text(report.fidelity)}")
         if report.mcf_time:
             lines.append(f"  link MCF optimum   {report.mcf_time:.6g} link-times "
                          f"({'certified' if report.mcf_solved else 'recorded, not solved here'}); MCF ratio "
-                         f"{report.mcf_ratio:.4f}")
+                         f"{fidelity_text(report.mcf_ratio)}")
     n = len(report.warnings)   # a warning can mean a check did not run: VALID says so
     lines.append("INVALID" if not report.valid else f"VALID, with {n} warning{'s' if n > 1 else ''} (see above)" if n
                  else "VALID")

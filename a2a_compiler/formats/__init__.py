@@ -22,7 +22,7 @@ from typing import NamedTuple
 from ..errors import FormatError
 from ..files import read_bytes
 from . import mpi_paths, msccl, oneccl
-from .mscclpp import MscclppProgram, looks_like_plan, mscclpp_to_json, parse_mscclpp
+from .mscclpp import MscclppProgram, is_plan, looks_like_plan, mscclpp_to_json, parse_mscclpp
 from .mpi_paths import MpiPathProgram, PathSend, mpi_paths_to_xml, parse_mpi_paths
 from .msccl import MscclGpu, MscclProgram, MscclStep, MscclThreadBlock, msccl_to_xml, parse_msccl
 from .oneccl import OnecclOp, OnecclProgram, OnecclRank, oneccl_to_xml, parse_oneccl
@@ -71,19 +71,14 @@ def parse_program(data: bytes, source: str = "<xml>") -> tuple[str, Program]:
     return name, FORMATS[name].from_element(root, source)
 
 
-#: Top-level keys of which an MSCCL++ execution plan has at least one (the IR of 'a2a schedule' has none).
-PLAN_KEYS = ("gpus", "collective", "protocol", "inplace", "a2a_record")
-
-
 def schedule_format(data: bytes, source: str = "<file>") -> str | None:
     """The format of a schedule file by its content, ``None`` for well-formed XML or JSON of another kind
-    (another root element; JSON without any of :data:`PLAN_KEYS`).  Malformed input raises
+    (another root element; JSON that is not :func:`~.mscclpp.is_plan`).  Malformed input raises
     :class:`FormatError`: a corrupt schedule never passes for another file."""
     from ..files import parse_json
 
     if looks_like_plan(data):
-        obj = parse_json(data, source)
-        return "mscclpp" if isinstance(obj, dict) and any(k in obj for k in PLAN_KEYS) else None
+        return "mscclpp" if is_plan(parse_json(data, source)) else None
     root = parse_xml(data, source)
     return next((name for name, f in FORMATS.items() if f.root == root.tag), None)
 

@@ -38,6 +38,11 @@ PLAN_DEFAULTS = {"reuse_resources": False, "num_threads_per_block": 1024, "use_d
                  "buffer_alignment": 16, "min_message_size": 0, "max_message_size": 2**64 - 1}
 CHANNEL_TYPES = ("memory", "port", "switch")
 BUFFERS = ("i", "o", "s")
+#: Top-level keys of an execution plan: the DSL writes the first four, 'a2a compile' all five.  A JSON object
+#: with at least :data:`PLAN_MIN_KEYS` of them is a plan (so a plan missing one key is still checked), one
+#: with fewer is other JSON: the IR of 'a2a schedule' has none, a server's config may say "protocol".
+PLAN_KEYS = ("gpus", "collective", "protocol", "inplace", RECORD_KEY)
+PLAN_MIN_KEYS = 2
 #: Largest plan we agree to read (bytes) and deepest nesting (a pipeline inside an op is 8 deep).
 MAX_PLAN_BYTES = 256 * 1024 * 1024
 MAX_PLAN_DEPTH = 12
@@ -246,6 +251,19 @@ def _op(o, path, depth=0) -> Op:
               tuple((k, v) for k, v in o.items() if k not in _OP_KEYS))
 
 
+def _option(obj, key, default):
+    """A top-level option as the executor reads it (``execution_plan.cc`` l.131-133: ``obj.value(key, default)``
+    into a ``bool``, ``int`` or ``uint64_t``): a bool, or an integer in 0 .. 2**64-1; ``buffer_alignment``
+    at least 1 (``checkMessageSize`` divides by it, l.299-311)."""
+    if isinstance(default, bool):
+        return _get(obj, key, [], "bool", default)
+    v = _get(obj, key, [], "int", default)
+    least = 1 if key == "buffer_alignment" else 0
+    if not least <= v <= 2**64 - 1:
+        raise FormatError(f"{_where([key])} must lie in {least} .. 2**64-1, got {v}")
+    return v
+
+
 def mscclpp_from_json(obj, source: str = "<mscclpp>") -> MscclppProgram:
     """Build the program from a decoded plan; a missing or mistyped field raises :class:`FormatError`
     naming its JSON path.  Semantic rules (ids in range, limits) are :mod:`.mscclpp_rules`'."""
@@ -285,7 +303,7 @@ def _plan(obj) -> MscclppProgram:
                      for i, s in enumerate(_get(g, "semaphores", p, "list", [])))
         gpus.append(Gpu(_get(g, "id", p, "int"), _get(g, "input_chunks", p, "int"), _get(g, "output_chunks", p, "int"),
                         _get(g, "scratch_chunks", p, "int"), tuple(tbs), tuple(channels), remote, sems))
-    options = tuple((k, obj.get(k, v)) for k, v in PLAN_DEFAULTS.items())
+    options = tuple((k, _option(obj, k, v)) for k, v in PLAN_DEFAULTS.items())
     record = None if obj.get(RECORD_KEY) is None else Record.from_json_dict(obj[RECORD_KEY], RECORD_KEY)
     return MscclppProgram(_get(obj, "name", [], "str"), _get(obj, "collective", [], "str"),
                           _get(obj, "protocol", [], "str"), _get(obj, "inplace", [], "bool"), tuple(gpus), options,
@@ -308,12 +326,27 @@ def parse_mscclpp(data: bytes, source: str = "<mscclpp>") -> MscclppProgram:
     obj = parse_json(data, source)
     if not isinstance(obj, dict):
         raise FormatError(f"{source}: an execution plan is a JSON object")
+    if not is_plan(obj):
+        kind = obj.get("format") if isinstance(obj.get("format"), str) else None
+        if kind == "a2a-schedule":
+            raise FormatError(f"{source}: the schedule IR of 'a2a schedule', not a lowered schedule: lower it with "
+                              f"'a2a compile --from-ir {source} --emit FORMAT'")
+        raise FormatError(f"{source}: not a schedule: " + (f"{kind:.40} JSON" if kind else "a JSON object")
+                          + f" without {PLAN_MIN_KEYS} of an execution plan's keys ({', '.join(PLAN_KEYS)})")
     return mscclpp_from_json(obj, source)
 
 
+def is_plan(obj) -> bool:
+    """Whether decoded JSON is an execution plan (a JSON object with :data:`PLAN_MIN_KEYS` of :data:`PLAN_KEYS`)."""
+    return isinstance(obj, dict) and sum(k in obj for k in PLAN_KEYS) >= PLAN_MIN_KEYS
+
+
 def looks_like_plan(data: bytes) -> bool:
-    """True when ``data`` is JSON (its first non-blank byte is ``{`` or ``[``), not XML."""
-    return data.lstrip()[:1] in (b"{", b"[")
+    """True when ``data`` is read as JSON: its first non-blank byte (after a UTF-8 byte-order mark) is not
+    XML's ``<`` (a JSON scalar such as ``null`` or ``"text"`` is JSON, not malformed XML); an empty file is
+    left to the XML reader, which says it is empty."""
+    head = data.lstrip()
+    return head.removeprefix(b"\xef\xbb\xbf").lstrip()[:1] not in (b"<", b"")
 
 
 # ------------------------------------------------------------------ writing

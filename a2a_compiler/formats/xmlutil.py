@@ -33,6 +33,8 @@ def parse_xml(data: bytes, source: str = "<xml>") -> etree._Element:
     """
     if len(data) > MAX_XML_BYTES:
         raise FormatError(f"{source}: XML is {len(data)} bytes, over the limit")
+    if not data.strip():
+        raise FormatError(f"{source}: empty file, not a schedule")
     if b"<!DOCTYPE" in data or b"<!ENTITY" in data:
         raise FormatError(f"{source}: DOCTYPE/ENTITY declarations are not allowed")
     parser = etree.XMLParser(

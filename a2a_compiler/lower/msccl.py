@@ -110,7 +110,8 @@ def _fits(schedule: LinkSchedule, gpus: list[MscclGpu], nchannels: int, t: Targe
     if len(most.tbs) > t.max_tbs:
         raise A2AError(f"{at}: gpu {most.id} needs {len(most.tbs)} thread blocks, over {t.executor}'s {t.max_tbs} "
                        f"per GPU; the most this layout fits is {t.max_tbs} (1 copy + one per neighbour, channel "
-                       f"and direction): use fewer --channels or --instances, or {SCALES_FURTHER}")
+                       f"and direction)" + (": use fewer --channels or --instances, or " if nchannels > 1 else
+                                            " and it has one channel already: use ") + SCALES_FURTHER)
     empty = MscclProgram("", "Simple", 1, 0, len(gpus), "alltoall", 0, 1, 0, 0, tuple(gpus))
     worst = max(gpus, key=lambda g: (parser_nodes(empty, g), -g.id))
     nodes = parser_nodes(empty, worst)

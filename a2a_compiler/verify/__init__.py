@@ -150,7 +150,8 @@ def verify_bytes(data: bytes, source: str = "<xml>", topology: Topology | None =
     unusual (many channels or thread blocks); ``strict`` files them under
     "executor rules" so the file is invalid.  ``demand`` (a
     :class:`~a2a_compiler.demand.Demand`): check data movement against it
-    (:func:`_demand_layout`); default: the demand the file records.  See :func:`_verify`.
+    (:func:`_demand_layout`); default: the demand the file records.  A uniform one is the plain all-to-all
+    and one of another size than the file's ranks an :class:`A2AError`.  See :func:`_verify`.
     """
     report = _verify(data, source, topology, fabric, lp, deadlock_free, demand,
                      None if target is None else msccl_rules.get_target(target), cut)
@@ -175,9 +176,6 @@ def _demand_layout(fmt: str, program, demand, report: "Report", trace=None):
     """
     if demand is None:
         return None
-    if demand.n != report.ranks:
-        raise A2AError(f"{demand.source}: the demand matrix is {demand.n} x {demand.n}, but the file has "
-                       f"{report.ranks} ranks")
     recorded = program.record.demand["sha256"] if program.record is not None and program.record.demand else None
     if fmt in ("oneccl", "mpi") and program.volumes is not None:
         from ..demand import Demand
@@ -188,7 +186,7 @@ def _demand_layout(fmt: str, program, demand, report: "Report", trace=None):
             f"the file was compiled for another demand matrix (volumes sha256 {recorded[:12]}), not "
             f"{demand.source} ({demand.sha256[:12]})")
     if fmt in ("msccl", "mscclpp") and trace.errors:
-        return msccl_counts(demand, report.chunks_per_shard)
+        return msccl_counts(demand, report.chunks_per_shard, "MSCCL++" if fmt == "mscclpp" else "MSCCL")
     if recorded is None:
         report.reused = True
         report.warnings.append(
@@ -248,9 +246,15 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
     if deadlock_free and fmt != "mpi":
         raise A2AError(f"--deadlock-free applies to MPI path files (their routes' channel dependencies); this {fmt} "
                        f"file's deadlock freedom is checked without it")
+    ranks = program.ngpus if fmt == "msccl" else program.nranks
+    if demand is not None and demand.n != ranks:
+        raise A2AError(f"{demand.source}: the demand matrix is {demand.n} x {demand.n}, but the file has "
+                       f"{ranks} ranks")
+    recorded = (program.record is not None and program.record.demand) or getattr(program, "volumes", None) is not None
+    if demand is not None and demand.is_uniform and not recorded:    # the plain all-to-all
+        demand = None
     if demand is None and program.record is not None:
         demand = program.record.demand_volumes(source)
-    ranks = program.ngpus if fmt == "msccl" else program.nranks
     context = _context(program.record, topology, fabric, ranks, cut)
     topology, fabric = context.topology, context.fabric
     caps = None if topology is None else topology_check.link_capacities(topology)
@@ -261,8 +265,6 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
                                 f"{UNTARGETED[fmt]}")
     if fmt == "mscclpp":
         report = Report(source, fmt, ranks, program.chunks_per_shard, **made)
-        if demand is not None and demand.n != report.ranks:
-            _demand_layout(fmt, program, demand, report)          # the one-line refusal
         findings = mscclpp_rules.check_rules(program)
         report.errors["executor rules"] += findings.errors
         report.warnings += findings.warnings
@@ -282,8 +284,6 @@ def _verify(data: bytes, source: str, topology: Topology | None, fabric: Fabric 
     elif fmt == "msccl":
         target = _msccl_target(target, program.record, made["warnings"])
         report = Report(source, fmt, ranks, program.nchunksperloop // max(ranks, 1), **made)
-        if demand is not None and demand.n != report.ranks:
-            _demand_layout(fmt, program, demand, report)          # the one-line refusal
         rules = report.errors["executor rules"]
         rules += msccl_rules.check_lexical(data)
         rules += msccl_rules.check_attributes(root)
@@ -396,9 +396,9 @@ def _size_rule(report: Report, rule: msccl_rules.SizeRule | None) -> None:
     """Note when the executor runs the file; warn when it runs it at no power-of-two size."""
     report.size_rule = rule
     if rule is not None and rule.powers_of_two() is None:
-        report.warnings.append(f"{rule.describe()}; 'a2a compile' "
-                               + ("--target T" if report.format == "msccl" else "without --any-chunks")
-                               + " chooses a count it selects")
+        report.warnings.append(f"{rule.describe()}; 'a2a compile SPEC"
+                               + (" --target T" if report.format == "msccl" else "")
+                               + "' chooses a count it selects (not with --any-chunks or --from-ir)")
 
 
 def _executor_trace(report: Report, sound: bool, size: int, run, program):

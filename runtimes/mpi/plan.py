@@ -634,7 +634,7 @@ def layout_counts(program, nranks: int, demand=None) -> np.ndarray | None:
             demand = program.record.demand_volumes(program.name)   # the all-to-allv it was compiled for
         if demand is None or not moves():
             return np.full((nranks, nranks), c, np.int64)
-        counts = msccl_counts(demand, c)
+        counts = msccl_counts(demand, c, "MSCCL++" if isinstance(program, MscclppProgram) else "MSCCL")
         wrong = moves(counts)
         if wrong:
             raise A2AError(f"{what} {program.name!r} moves data neither as an all-to-all nor as the all-to-allv "
