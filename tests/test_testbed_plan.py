@@ -91,10 +91,13 @@ def test_link_chunks_of_the_shipped_schedules():
     # MCF-extP on K4,4: 4 chunks per shard, every directed link carries exactly LP time x C = 2.5 x 4 chunks
     chunks = link_chunks(load_program(SCHEDULES / "bipartite-4-mcf-extp.mpi.xml")[1])
     assert len(chunks) == 32 and set(chunks.values()) == {10}
-    # tsMCF on the 3-cube: 3 chunks per shard, 4 link-times: 12 chunks on each of the 24 links
-    for fmt in ("oneccl", "msccl"):
-        chunks = link_chunks(load_program(SCHEDULES / f"hypercube-3-tsmcf.{fmt}.xml")[1])
-        assert len(chunks) == 24 and set(chunks.values()) == {12}
+    # tsMCF on the 3-cube: oneCCL-style at 3 chunks per shard, 4 link-times: 12 chunks on each of the 24 links
+    chunks = link_chunks(load_program(SCHEDULES / "hypercube-3-tsmcf.oneccl.xml")[1])
+    assert len(chunks) == 24 and set(chunks.values()) == {12}
+    # the MSCCL file for NCCL's executor: C = 32 (a power of two, issue #33), 127-129 chunks a link (4.03 link-times),
+    # 3072 in all: 56 pairs x 32 chunks x the mean distance 12/7 (shortest paths only)
+    chunks = link_chunks(load_program(SCHEDULES / "hypercube-3-tsmcf.msccl.xml")[1])
+    assert len(chunks) == 24 and set(chunks.values()) == {127, 128, 129} and sum(chunks.values()) == 3072
 
 
 def test_default_routes_as_a_path_schedule():

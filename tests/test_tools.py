@@ -3,7 +3,8 @@
 
 Each script takes ``--quick`` (a tiny run of seconds, its argparse help says what it does) and exits 0; one
 whose prerequisites are missing here (mpiexec, OpenSM and ibsim) says ``SKIP: why`` and exits 77, which skips
-the case -- except under CI, which provides them (.ci/run).  The runs cost about a minute of CPU in all.
+the case -- except under CI, which provides them (.ci/run).  A script of an optional extra (torch) runs where the
+extra is installed (CI: its own environment, ``-m torch``).  The runs cost about a minute of CPU in all.
 """
 
 import ast
@@ -13,9 +14,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from torchjobs import needs_torch
 
 REPO = Path(__file__).resolve().parents[1]
-SCRIPTS = sorted(p for p in (REPO / "tools").glob("*.py") if not p.name.startswith("_"))
+#: Scripts of the torch extra: they run in the torch environment (tests/torchjobs.py's needs_torch).
+TORCH_SCRIPTS = {"torch_moe.py"}
+SCRIPTS = [pytest.param(p, id=p.name, marks=needs_torch if p.name in TORCH_SCRIPTS else ())
+           for p in sorted((REPO / "tools").glob("*.py")) if not p.name.startswith("_")]
 #: The exit status of a quick run whose prerequisites are missing (automake's "skipped").
 SKIP = 77
 
@@ -29,12 +34,12 @@ def _quick_help(path: Path) -> str | None:
     return None
 
 
-@pytest.mark.parametrize("path", SCRIPTS, ids=[p.name for p in SCRIPTS])
+@pytest.mark.parametrize("path", [p.values[0] for p in SCRIPTS], ids=[p.id for p in SCRIPTS])
 def test_every_tool_has_a_documented_quick_mode(path):
     assert _quick_help(path), f"{path.name}: add a --quick option with a help text (a run of seconds)"
 
 
-@pytest.mark.parametrize("path", SCRIPTS, ids=[p.name for p in SCRIPTS])
+@pytest.mark.parametrize("path", SCRIPTS)
 def test_every_tool_runs_quick(path, tmp_path):
     p = subprocess.run([sys.executable, str(path), "--quick"], cwd=tmp_path, capture_output=True, text=True,
                        timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)})

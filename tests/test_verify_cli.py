@@ -380,5 +380,5 @@ def test_thread_blocks_are_counted_per_gpu_as_the_limits_are(capsys):
     program = load_program(path)[1]
     assert [len(g.tbs) for g in program.gpus] == [7] * 8
     assert json.loads(capsys.readouterr().out)["program"] == (
-        "8 gpus, 3 chunk(s) per peer, 1 channel(s), 7 thread blocks per gpu (max; 56 in all), 292 steps, 53 parser "
+        "8 gpus, 32 chunk(s) per peer, 1 channel(s), 7 thread blocks per gpu (max; 56 in all), 292 steps, 53 parser "
         "nodes per rank (max; nccl target), proto Simple")

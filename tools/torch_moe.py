@@ -27,8 +27,18 @@ import subprocess
 import sys
 import time
 
-import torch
-import torch.distributed as dist
+try:
+    import torch
+    import torch.distributed as dist
+except ImportError:   # exit 77: tests/test_tools.py's "skipped"
+    print("SKIP: tools/torch_moe.py needs torch: pip install '.[torch]'", file=sys.stderr)
+    sys.exit(77)
+
+
+#: The schedule --quick runs (8 ranks).
+QUICK_SCHEDULE = "bipartite-4-mcf-extp.mpi.xml"
+QUICK_SCHEDULE_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "schedules",
+                                   QUICK_SCHEDULE)
 
 
 class AllToAll(torch.autograd.Function):
@@ -164,7 +174,11 @@ def main(argv=None) -> int:
     p.add_argument("--skew", type=float, default=1.0, help="router skew: bias -skew*log(1+r) (default 1)")
     p.add_argument("--compile", action="store_true", help="run the layer under torch.compile (eager backend)")
     p.add_argument("--dump-router", metavar="NPY", help="save step 0's expert ids (ranks, tokens, top_k)")
+    p.add_argument("--quick", action="store_true",
+                   help=f"--compare on schedules/{QUICK_SCHEDULE}, 1 step of 16 tokens (tests/test_tools.py runs it)")
     args = p.parse_args(argv)
+    if args.quick:
+        args.schedule, args.compare, args.steps, args.tokens = str(QUICK_SCHEDULE_PATH), True, 1, 16
     return train(args) if "RANK" in os.environ else launch(args)
 
 
