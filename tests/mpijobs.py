@@ -142,8 +142,9 @@ def kill_rank(job: subprocess.Popen, rank: int) -> int:
     return pid
 
 
-def shm_segments(job: subprocess.Popen, prefix: str = "/dev/shm/mpich_shm_") -> set[str]:
-    """The shared-memory files under ``prefix`` that ``job``'s ranks map (their names, unlinked or not)."""
+def shm_segments(job: subprocess.Popen, prefix: str = "/dev/shm/mpich_sh") -> set[str]:
+    """The shared-memory files under ``prefix`` that ``job``'s ranks map (their names, unlinked or not): MPICH
+    4.1 maps ``mpich_shar_tmp*`` and unlinks them itself at once, newer releases ``mpich_shm_<world>_<node>``."""
     names = set()
     for pid in ranks(job).values():
         try:
