@@ -178,6 +178,8 @@ def read_bytes(path: str | os.PathLike, limit: int = MAX_INPUT_BYTES) -> bytes:
     block or never end) and oversized files raise :class:`FormatError`.  At
     most ``limit + 1`` bytes are ever read, even if the file grows meanwhile.
     """
+    if os.fspath(path) == "":
+        raise FormatError("cannot read '': the path is empty")
     path = Path(path)
     try:
         st = os.stat(path)

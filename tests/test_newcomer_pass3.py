@@ -1,0 +1,58 @@
+"""The third newcomer pass (issue 34's acceptance): bad input found in it, one exact line and exit 2 each."""
+
+import pytest
+
+from a2a_compiler.cli import main
+
+
+def _error(capsys, argv, code=2) -> str:
+    """Run ``a2a ARGV`` in-process; return its one stderr line (asserting the exit status)."""
+    assert main(argv) == code
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    return err.rstrip("\n")
+
+
+@pytest.mark.parametrize("argv, message", [
+    # an empty input path (an unset shell variable) was ignored (--demand, --jobs: exit 0) or read as "."
+    (["solve", "hypercube:3", "--demand", ""], "a2a solve: error: --demand: the path is empty"),
+    (["solve", "hypercube:3", "--jobs", ""], "a2a solve: error: --jobs: the path is empty"),
+    (["routes", "hypercube:3", "--algo", "file", "--lft-in", ""], "a2a routes: error: --lft-in: the path is empty"),
+    (["compile", "--from-ir", "", "--emit", "msccl", "-o", "x.xml"],
+     "a2a compile: error: --from-ir: the path is empty"),
+    (["testbed", "bench", "hypercube:2", "--schedule", ""], "a2a testbed: error: --schedule: the path is empty"),
+    (["verify", ""], "a2a verify: error: cannot read '': the path is empty"),
+    (["demand", "show", ""], "a2a demand: error: cannot read '': the path is empty"),
+])
+def test_empty_input_path(capsys, tmp_path, monkeypatch, argv, message):
+    monkeypatch.chdir(tmp_path)
+    assert _error(capsys, argv) == message
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("argv, message", [
+    # --instances 100000 placed 100000 copies before the channel limit was checked (over a minute)
+    (["compile", "hypercube:3", "--emit", "msccl", "-o", "x.xml", "--instances", "100000"],
+     "a2a compile: error: hypercube:3 (--channels x --instances) needs 100000 channels, over the 32 "
+     "msccl-executor-nccl (NCCL 2.23) builds; use fewer --channels or --instances"),
+    (["compile", "hypercube:3", "--emit", "msccl", "-o", "x.xml", "--instances", "64", "--channels", "4",
+      "--target", "rccl"],
+     "a2a compile: error: hypercube:3 (--channels x --instances) needs 256 channels, over the 128 RCCL (ROCm) "
+     "builds; use fewer --channels or --instances"),
+])
+def test_channels_refused_before_solving(capsys, tmp_path, monkeypatch, argv, message):
+    monkeypatch.chdir(tmp_path)
+    assert _error(capsys, argv) == message
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_instances_refused_from_ir(capsys, tmp_path):
+    ir = tmp_path / "ir.json"
+    assert main(["schedule", "hypercube:3", "-o", str(ir), "-q"]) == 0
+    capsys.readouterr()
+    out = tmp_path / "x.xml"
+    assert _error(capsys, ["compile", "--from-ir", str(ir), "--emit", "msccl", "-o", str(out),
+                           "--instances", "100000"]) == (
+        "a2a compile: error: hypercube:3 (--channels x --instances) needs 100000 channels, over the 32 "
+        "msccl-executor-nccl (NCCL 2.23) builds; use fewer --channels or --instances")
+    assert not out.exists()
