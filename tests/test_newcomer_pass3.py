@@ -56,3 +56,18 @@ def test_instances_refused_from_ir(capsys, tmp_path):
         "a2a compile: error: hypercube:3 (--channels x --instances) needs 100000 channels, over the 32 "
         "msccl-executor-nccl (NCCL 2.23) builds; use fewer --channels or --instances")
     assert not out.exists()
+
+
+def test_run_names_the_rank_count_before_the_demand(tmp_path):
+    """A job with too few ranks was told its (right-sized) demand matrix was wrong: 'there are 1 hosts'."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    schedule = Path(__file__).resolve().parents[1] / "schedules" / "hypercube-3-mcf-extp.mpi.xml"
+    demand = tmp_path / "D.csv"
+    demand.write_text("\n".join(",".join("0" if i == j else "1" for j in range(8)) for i in range(8)) + "\n")
+    r = subprocess.run([sys.executable, "-m", "a2a_compiler", "run", str(schedule), "--demand", str(demand)],
+                       capture_output=True, text=True, timeout=120)
+    assert (r.returncode, r.stderr) == (2, "a2a run: error: the schedule is for 8 ranks but the communicator has 1; "
+                                           "run it with mpiexec -n 8\n")
