@@ -71,3 +71,29 @@ def test_run_names_the_rank_count_before_the_demand(tmp_path):
                        capture_output=True, text=True, timeout=120)
     assert (r.returncode, r.stderr) == (2, "a2a run: error: the schedule is for 8 ranks but the communicator has 1; "
                                            "run it with mpiexec -n 8\n")
+
+
+@pytest.mark.parametrize("argv, message", [
+    # the MPI run's options were silently ignored with --no-run, and checked only after compiling without it
+    (["demo", "--no-run", "-n", "4"], "a2a demo: error: --iters does not apply with --no-run"),
+    (["demo", "--no-run", "--timeout", "5"], "a2a demo: error: --timeout does not apply with --no-run"),
+    (["demo", "--no-run", "--dir", ""], "a2a demo: error: --dir: the path is empty"),
+    (["demo", "-b", "1M", "-e", "1K"], "a2a demo: error: -b 1048576 is larger than -e 1024"),
+])
+def test_demo_run_options(capsys, tmp_path, monkeypatch, argv, message):
+    monkeypatch.chdir(tmp_path)
+    assert _error(capsys, argv) == message
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_demo_checks_the_run_sizes_on_the_command_line(tmp_path):
+    """-b was a string passed on to the MPI run: '1KB' failed there, after both files were compiled."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "a2a_compiler", "demo", "-b", "1KB"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120)
+    assert (r.returncode, r.stderr) == (2, "a2a demo: error: argument -b/--minbytes: size '1KB' is ambiguous: KB may "
+                                           "mean 1000s or 1024s; sizes are bytes: write 1K or 1KiB (powers of 1024) "
+                                           "(see 'a2a demo --help')\n")
+    assert list(tmp_path.iterdir()) == []
