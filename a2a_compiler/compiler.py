@@ -200,7 +200,10 @@ def _topology(source, **failures):
     from .topology.spec import from_spec
 
     cut = puncture_options(**failures)
-    topo = source if isinstance(source, Topology) else from_spec(str(source))
+    if not isinstance(source, (Topology, str)):
+        raise A2AError(f"the topology must be a spec string (e.g. 'torus:3x3x3') or a Topology, got "
+                       f"{type(source).__name__}")
+    topo = source if isinstance(source, Topology) else from_spec(source)
     return puncture(topo, **cut) if cut else topo
 
 

@@ -97,3 +97,13 @@ def test_demo_checks_the_run_sizes_on_the_command_line(tmp_path):
                                            "mean 1000s or 1024s; sizes are bytes: write 1K or 1KiB (powers of 1024) "
                                            "(see 'a2a demo --help')\n")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("spec, kind", [(None, "NoneType"), (5, "int")])
+def test_compile_names_a_spec_that_is_no_string(spec, kind):
+    """compile(None) said "unknown topology family 'none' in 'None'"."""
+    import a2a_compiler
+
+    with pytest.raises(a2a_compiler.A2AError) as e:
+        a2a_compiler.compile(spec, emit="mpi")
+    assert str(e.value) == f"the topology must be a spec string (e.g. 'torus:3x3x3') or a Topology, got {kind}"
