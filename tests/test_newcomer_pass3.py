@@ -107,3 +107,13 @@ def test_compile_names_a_spec_that_is_no_string(spec, kind):
     with pytest.raises(a2a_compiler.A2AError) as e:
         a2a_compiler.compile(spec, emit="mpi")
     assert str(e.value) == f"the topology must be a spec string (e.g. 'torus:3x3x3') or a Topology, got {kind}"
+
+
+def test_verify_refuses_nvlink_bw_without_nvlinks(capsys):
+    """solve and compile refuse --nvlink-bw on a topology without NVLinks; verify took it and showed it (with a
+    warning) as the fabric the times were predicted on."""
+    from pathlib import Path
+
+    schedule = Path(__file__).resolve().parents[1] / "schedules" / "hypercube-3-tsmcf.msccl.xml"
+    assert _error(capsys, ["verify", str(schedule), "--link-bw", "25Gbps", "--nvlink-bw", "1Tbps"]) == (
+        "a2a verify: error: --nvlink-bw: hypercube:3 has no nvlink links (only nvswitch:... topologies have them)")
