@@ -117,3 +117,10 @@ def test_verify_refuses_nvlink_bw_without_nvlinks(capsys):
     schedule = Path(__file__).resolve().parents[1] / "schedules" / "hypercube-3-tsmcf.msccl.xml"
     assert _error(capsys, ["verify", str(schedule), "--link-bw", "25Gbps", "--nvlink-bw", "1Tbps"]) == (
         "a2a verify: error: --nvlink-bw: hypercube:3 has no nvlink links (only nvswitch:... topologies have them)")
+
+
+@pytest.mark.parametrize("second", ["0,1", "1,0"])
+def test_a_cable_named_twice(capsys, second):
+    """A second --remove-cable of the same cable removed nothing more, silently."""
+    assert _error(capsys, ["topo", "hypercube:3", "--remove-cable", "0,1", "--remove-cable", second]) == (
+        f"a2a topo: error: --remove-cable {second}: names the same cable(s) as --remove-cable 0,1 did")
