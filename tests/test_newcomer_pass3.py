@@ -124,3 +124,9 @@ def test_a_cable_named_twice(capsys, second):
     """A second --remove-cable of the same cable removed nothing more, silently."""
     assert _error(capsys, ["topo", "hypercube:3", "--remove-cable", "0,1", "--remove-cable", second]) == (
         f"a2a topo: error: --remove-cable {second}: names the same cable(s) as --remove-cable 0,1 did")
+
+
+def test_bench_refuses_sizes_with_fft(capsys):
+    """--sizes was ignored under --fft (its help said so); refused before any testbed is built."""
+    assert _error(capsys, ["testbed", "bench", "hypercube:2", "--fft", "4", "--sizes", "1K"]) == (
+        "a2a testbed: error: --sizes does not apply with --fft")
