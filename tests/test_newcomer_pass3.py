@@ -130,3 +130,8 @@ def test_bench_refuses_sizes_with_fft(capsys):
     """--sizes was ignored under --fft (its help said so); refused before any testbed is built."""
     assert _error(capsys, ["testbed", "bench", "hypercube:2", "--fft", "4", "--sizes", "1K"]) == (
         "a2a testbed: error: --sizes does not apply with --fft")
+
+
+def test_a_spec_parameter_given_twice(capsys):
+    """torus:3x3,p=1,p=2 built p=2, silently."""
+    assert _error(capsys, ["topo", "torus:3x3,p=1,p=2"]) == "a2a topo: error: torus:3x3,p=1,p=2: parameter p is given twice"
