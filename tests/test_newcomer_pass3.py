@@ -134,4 +134,5 @@ def test_bench_refuses_sizes_with_fft(capsys):
 
 def test_a_spec_parameter_given_twice(capsys):
     """torus:3x3,p=1,p=2 built p=2, silently."""
-    assert _error(capsys, ["topo", "torus:3x3,p=1,p=2"]) == "a2a topo: error: torus:3x3,p=1,p=2: parameter p is given twice"
+    assert _error(capsys, ["topo", "torus:3x3,p=1,p=2"]) == (
+        "a2a topo: error: torus:3x3,p=1,p=2: parameter p is given twice")
