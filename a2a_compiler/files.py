@@ -62,6 +62,8 @@ def check_writable(path: str | os.PathLike) -> Path:
     """
     if str(path) == STDOUT:
         return Path(STDOUT)
+    if os.fspath(path) == "":
+        raise A2AError("cannot write '': the path is empty")
     path = Path(path)
     real, mode = _target(path)
     if mode is not None and not stat.S_ISREG(mode):

@@ -136,3 +136,15 @@ def test_a_spec_parameter_given_twice(capsys):
     """torus:3x3,p=1,p=2 built p=2, silently."""
     assert _error(capsys, ["topo", "torus:3x3,p=1,p=2"]) == (
         "a2a topo: error: torus:3x3,p=1,p=2: parameter p is given twice")
+
+
+def test_write_refuses_an_empty_path(tmp_path, monkeypatch):
+    """CompileResult.write('') said "cannot write .: it is a directory"."""
+    import a2a_compiler
+
+    monkeypatch.chdir(tmp_path)
+    r = a2a_compiler.compile("ring:4", emit="mpi")
+    with pytest.raises(a2a_compiler.A2AError) as e:
+        r.write("")
+    assert str(e.value) == "cannot write '': the path is empty"
+    assert list(tmp_path.iterdir()) == []
