@@ -148,3 +148,23 @@ def test_write_refuses_an_empty_path(tmp_path, monkeypatch):
         r.write("")
     assert str(e.value) == "cannot write '': the path is empty"
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("specs, message", [
+    (["hypercube:3", "ring:8"], "a2a compare: error: --nvlink-bw: none of hypercube:3, ring:8 has such links (only "
+                                "nvswitch:... topologies have them)"),
+    (["hypercube:3"], "a2a compare: error: --nvlink-bw: hypercube:3 has no nvlink links (only nvswitch:... "
+                      "topologies have them)"),
+])
+def test_compare_refuses_nvlink_bw_without_nvlinks(capsys, specs, message):
+    """--nvlink-bw with no NVSwitch row was ignored (exit 0); beside one, it applies to that row."""
+    assert _error(capsys, ["compare", *specs, "--link-bw", "25Gbps", "--nvlink-bw", "1Tbps"]) == message
+
+
+def test_compare_applies_nvlink_bw_to_the_rows_with_nvlinks(capsys):
+    assert main(["compare", "nvswitch:2,4", "complete:8", "--link-bw", "25Gbps", "--nvlink-bw", "10Gbps",
+                 "--json", "-q"]) == 0
+    import json
+
+    rows = {r["spec"]: r["lp_time"] for r in json.loads(capsys.readouterr().out)["rows"]}
+    assert rows == {"nvswitch:2,4": pytest.approx(15), "complete:8": pytest.approx(1)}
