@@ -168,3 +168,20 @@ def test_compare_applies_nvlink_bw_to_the_rows_with_nvlinks(capsys):
 
     rows = {r["spec"]: r["lp_time"] for r in json.loads(capsys.readouterr().out)["rows"]}
     assert rows == {"nvswitch:2,4": pytest.approx(15), "complete:8": pytest.approx(1)}
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--pricing", "on"], "a2a solve: error: --pricing does not apply with --jobs (its solves are the demand-aware "
+                          "MCF-extP's, with their defaults)"),
+    (["--workers", "2", "--symmetry", "off"], "a2a solve: error: --workers, --symmetry do not apply with --jobs (its "
+                                              "solves are the demand-aware MCF-extP's, with their defaults)"),
+    (["--solver", "ipm"], "a2a solve: error: --solver does not apply with --jobs (its solves are the demand-aware "
+                          "MCF-extP's, with their defaults)"),
+    (["--schedules", ""], "a2a solve: error: --schedules: the path is empty"),
+])
+def test_solve_jobs_refuses_the_single_solve_options(capsys, tmp_path, extra, message):
+    """With --jobs, --pricing, --workers, --symmetry and --solver were ignored (exit 0), and --schedules ''."""
+    jobs = tmp_path / "j.json"
+    jobs.write_text('{"format": "a2a-jobs", "version": 1, "jobs": [{"hosts": "0-3"}, {"hosts": "4-7"}]}')
+    assert _error(capsys, ["solve", "hypercube:3", "--jobs", str(jobs), *extra]) == message
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["j.json"]
