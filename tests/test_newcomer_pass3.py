@@ -185,3 +185,14 @@ def test_solve_jobs_refuses_the_single_solve_options(capsys, tmp_path, extra, me
     jobs.write_text('{"format": "a2a-jobs", "version": 1, "jobs": [{"hosts": "0-3"}, {"hosts": "4-7"}]}')
     assert _error(capsys, ["solve", "hypercube:3", "--jobs", str(jobs), *extra]) == message
     assert sorted(p.name for p in tmp_path.iterdir()) == ["j.json"]
+
+
+def test_bench_jobs_refuses_demand(capsys, tmp_path):
+    """bench --jobs ran every job's all-to-all and ignored --demand."""
+    jobs = tmp_path / "j.json"
+    jobs.write_text('{"format": "a2a-jobs", "version": 1, "jobs": [{"hosts": "0-1"}, {"hosts": "2-3"}]}')
+    demand = tmp_path / "D.csv"
+    demand.write_text("0,1,1,1\n1,0,1,1\n1,1,0,1\n1,1,1,0\n")
+    assert _error(capsys, ["testbed", "bench", "hypercube:2", "--forwarding", "nic", "--jobs", str(jobs),
+                           "--demand", str(demand), "--schedule", "a.xml,b.xml"]) == (
+        "a2a testbed: error: --demand does not apply with --jobs")

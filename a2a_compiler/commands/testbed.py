@@ -293,7 +293,8 @@ def _run_jobs_bench(args) -> int:
     from runtimes.testbed.jobs import bench_jobs
 
     other = [flag for flag, given in (("--native", args.native), ("--default-routes", args.default_routes),
-                                      ("--fft", args.fft), ("--plot", args.plot)) if given]
+                                      ("--fft", args.fft), ("--plot", args.plot), ("--demand", args.demand))
+             if given]
     if other:
         raise A2AError(f"{', '.join(other)} {'does' if len(other) == 1 else 'do'} not apply with --jobs")
     if args.runtime != "mpi":
