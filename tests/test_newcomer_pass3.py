@@ -3,14 +3,7 @@
 import pytest
 
 from a2a_compiler.cli import main
-
-
-def _error(capsys, argv, code=2) -> str:
-    """Run ``a2a ARGV`` in-process; return its one stderr line (asserting the exit status)."""
-    assert main(argv) == code
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "Traceback" not in err, err
-    return err.rstrip("\n")
+from test_hardening import _error
 
 
 @pytest.mark.parametrize("argv, message", [
