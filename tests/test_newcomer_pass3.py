@@ -189,3 +189,23 @@ def test_bench_jobs_refuses_demand(capsys, tmp_path):
     assert _error(capsys, ["testbed", "bench", "hypercube:2", "--forwarding", "nic", "--jobs", str(jobs),
                            "--demand", str(demand), "--schedule", "a.xml,b.xml"]) == (
         "a2a testbed: error: --demand does not apply with --jobs")
+
+
+@pytest.mark.parametrize("args, code, err", [
+    (["--help"], 0, ""),  # said "SKIP: ... needs torch", exit 77, without torch
+    (["--quick", "--steps", "3"], 2, "torch_moe.py: error: --steps: --quick sets it itself\n"),
+    (["--quick", "--schedule", "x.xml", "--compare"], 2,
+     "torch_moe.py: error: --schedule, --compare: --quick sets them itself\n"),
+])
+def test_torch_moe_options_need_no_torch(args, code, err):
+    """tools/torch_moe.py's --help and option errors come before torch is imported; --quick replaced a given
+    --schedule, --compare, --steps or --tokens silently."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "tools" / "torch_moe.py"
+    r = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, timeout=120)
+    assert r.returncode == code
+    assert r.stderr.splitlines()[-1:] == err.splitlines()
+    assert ("usage: torch_moe.py" in r.stdout) == (code == 0)
