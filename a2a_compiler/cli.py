@@ -158,8 +158,13 @@ def _input_paths(args) -> list[str]:
 
 
 def check_outputs(args) -> None:
-    """Before any work: every output path given can be written, is not empty (an unset shell variable), is
-    not one of the command's own input files nor another output's file, and a plot's name says PNG."""
+    """Before any work: no input option's path is empty, every output path given can be written, is not empty
+    (an unset shell variable), is not one of the command's own input files nor another output's file, and a
+    plot's name says PNG."""
+    for key in set(INPUT_OPTIONS) - {"files", "file", "spec", "specs"}:  # positionals: the reader says it
+        values = getattr(args, key, None)
+        if "" in (values if isinstance(values, list) else [values]):
+            raise A2AError(f"--{key.replace('_', '-')}: the path is empty")
     inputs = _input_paths(args)
     written: dict[str, str] = {}
     for key, flag in OUTPUT_OPTIONS.items():

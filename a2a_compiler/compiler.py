@@ -200,7 +200,10 @@ def _topology(source, **failures):
     from .topology.spec import from_spec
 
     cut = puncture_options(**failures)
-    topo = source if isinstance(source, Topology) else from_spec(str(source))
+    if not isinstance(source, (Topology, str)):
+        raise A2AError(f"the topology must be a spec string (e.g. 'torus:3x3x3') or a Topology, got "
+                       f"{type(source).__name__}")
+    topo = source if isinstance(source, Topology) else from_spec(source)
     return puncture(topo, **cut) if cut else topo
 
 
@@ -332,10 +335,12 @@ def recertify(schedule):
     return schedule
 
 
-def _check_msccl_size(n_hosts: int) -> None:
-    """Refuse, before solving, a rank count no MSCCL XML can describe."""
+def _check_msccl_size(n_hosts: int, spec: str, msccl: dict) -> None:
+    """Refuse, before solving, a rank count no MSCCL XML can describe, and more channels than the target builds."""
     from .formats.msccl_rules import MAX_CHILDREN
-    from .lower.msccl import SCALES_FURTHER
+    from .lower.msccl import SCALES_FURTHER, check_channel_options
+
+    check_channel_options(spec, msccl.get("channels"), msccl.get("instances", 1), msccl.get("target"))
 
     if n_hosts > MAX_CHILDREN:
         raise A2AError(f"{n_hosts} ranks: MSCCL XML holds at most {MAX_CHILDREN} <gpu> elements (the executors' "
@@ -487,7 +492,7 @@ def compile(source, emit: str = "msccl", method: str | None = None, *, fabric=No
                 raise A2AError("--instances and --rcs apply to the plain all-to-all; an all-to-allv file takes "
                                "--channels")
         if emit == "msccl":
-            _check_msccl_size(topology.n_hosts)
+            _check_msccl_size(topology.n_hosts, topology.spec, msccl)
         physical = topology if kind == "link" and topology.n_switches else None
         if physical is not None:  # link programs connect hosts; the switches forward (topology.switched)
             from .topology.switched import switch_graph

@@ -222,8 +222,8 @@ def read_demand(path, n: int | None = None) -> Demand:
     """Read a CSV or ``.npy`` demand matrix (module docstring); ``n`` is the host count it must match."""
     from .files import read_bytes
 
-    path = Path(path)
     data = read_bytes(path)
+    path = Path(path)
     source = str(path)
     if data.startswith(NPY_MAGIC):
         return Demand.from_array(_load_npy(data, source), source, n)

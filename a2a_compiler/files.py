@@ -62,6 +62,8 @@ def check_writable(path: str | os.PathLike) -> Path:
     """
     if str(path) == STDOUT:
         return Path(STDOUT)
+    if os.fspath(path) == "":
+        raise A2AError("cannot write '': the path is empty")
     path = Path(path)
     real, mode = _target(path)
     if mode is not None and not stat.S_ISREG(mode):
@@ -178,6 +180,8 @@ def read_bytes(path: str | os.PathLike, limit: int = MAX_INPUT_BYTES) -> bytes:
     block or never end) and oversized files raise :class:`FormatError`.  At
     most ``limit + 1`` bytes are ever read, even if the file grows meanwhile.
     """
+    if os.fspath(path) == "":
+        raise FormatError("cannot read '': the path is empty")
     path = Path(path)
     try:
         st = os.stat(path)

@@ -27,18 +27,53 @@ import subprocess
 import sys
 import time
 
-try:
-    import torch
-    import torch.distributed as dist
-except ImportError:   # exit 77: tests/test_tools.py's "skipped"
-    print("SKIP: tools/torch_moe.py needs torch: pip install '.[torch]'", file=sys.stderr)
-    sys.exit(77)
-
-
 #: The schedule --quick runs (8 ranks).
 QUICK_SCHEDULE = "bipartite-4-mcf-extp.mpi.xml"
 QUICK_SCHEDULE_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "schedules",
                                    QUICK_SCHEDULE)
+
+
+def parser() -> argparse.ArgumentParser:
+    """The options; read before torch is imported, so that --help and a bad option need no torch."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--ranks", type=int, default=8, help="ranks to start when not under torchrun (default 8)")
+    p.add_argument("--schedule", metavar="FILE", help="install this compiled schedule (default: native)")
+    p.add_argument("--compare", action="store_true", help="with --schedule: run natively first, then the schedule")
+    p.add_argument("--steps", type=int, help="training steps (default 4)")
+    p.add_argument("--tokens", type=int, help="tokens per rank per step (default 256)")
+    p.add_argument("--dim", type=int, default=32, help="model width (default 32)")
+    p.add_argument("--experts-per-rank", type=int, default=2, help="experts per rank (default 2)")
+    p.add_argument("--top-k", type=int, default=2, help="experts per token (default 2)")
+    p.add_argument("--skew", type=float, default=1.0, help="router skew: bias -skew*log(1+r) (default 1)")
+    p.add_argument("--compile", action="store_true", help="run the layer under torch.compile (eager backend)")
+    p.add_argument("--dump-router", metavar="NPY", help="save step 0's expert ids (ranks, tokens, top_k)")
+    p.add_argument("--quick", action="store_true",
+                   help=f"--compare on schedules/{QUICK_SCHEDULE}, 1 step of 16 tokens (tests/test_tools.py runs it)")
+    return p
+
+
+def options(argv=None) -> argparse.Namespace:
+    """The parsed options, --quick's settings filled in (given beside it, they are refused: it sets them)."""
+    p = parser()
+    args = p.parse_args(argv)
+    if args.quick:
+        given = [f for f, v in (("--schedule", args.schedule), ("--compare", args.compare), ("--steps", args.steps),
+                                ("--tokens", args.tokens)) if v is not None and v is not False]
+        if given:
+            p.error(f"{', '.join(given)}: --quick sets {'it' if len(given) == 1 else 'them'} itself")
+        args.schedule, args.compare, args.steps, args.tokens = str(QUICK_SCHEDULE_PATH), True, 1, 16
+    args.steps, args.tokens = args.steps or 4, args.tokens or 256
+    return args
+
+
+try:
+    import torch
+    import torch.distributed as dist
+except ImportError:   # exit 77: tests/test_tools.py's "skipped"
+    if __name__ == "__main__":
+        options()  # --help, or a bad option (exit 2), before the missing torch
+    print("SKIP: tools/torch_moe.py needs torch: pip install '.[torch]'", file=sys.stderr)
+    sys.exit(77)
 
 
 class AllToAll(torch.autograd.Function):
@@ -162,23 +197,7 @@ def launch(args) -> int:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--ranks", type=int, default=8, help="ranks to start when not under torchrun (default 8)")
-    p.add_argument("--schedule", metavar="FILE", help="install this compiled schedule (default: native)")
-    p.add_argument("--compare", action="store_true", help="with --schedule: run natively first, then the schedule")
-    p.add_argument("--steps", type=int, default=4, help="training steps (default 4)")
-    p.add_argument("--tokens", type=int, default=256, help="tokens per rank per step (default 256)")
-    p.add_argument("--dim", type=int, default=32, help="model width (default 32)")
-    p.add_argument("--experts-per-rank", type=int, default=2, help="experts per rank (default 2)")
-    p.add_argument("--top-k", type=int, default=2, help="experts per token (default 2)")
-    p.add_argument("--skew", type=float, default=1.0, help="router skew: bias -skew*log(1+r) (default 1)")
-    p.add_argument("--compile", action="store_true", help="run the layer under torch.compile (eager backend)")
-    p.add_argument("--dump-router", metavar="NPY", help="save step 0's expert ids (ranks, tokens, top_k)")
-    p.add_argument("--quick", action="store_true",
-                   help=f"--compare on schedules/{QUICK_SCHEDULE}, 1 step of 16 tokens (tests/test_tools.py runs it)")
-    args = p.parse_args(argv)
-    if args.quick:
-        args.schedule, args.compare, args.steps, args.tokens = str(QUICK_SCHEDULE_PATH), True, 1, 16
+    args = options(argv)
     return train(args) if "RANK" in os.environ else launch(args)
 
 

@@ -157,6 +157,7 @@ def check_applicable(args) -> None:
     """Refuse the inapplicable options of ``args`` (see :func:`applies_only`), then fill in their defaults."""
     rules, flags, defaults = getattr(args, "applies_only", None) or ({}, {}, {})
     refuse_inapplicable(vars(args), rules, flags, defaults)
+    args.options_given = frozenset(d for d in defaults if getattr(args, d) is not None)  # before the defaults
     if hasattr(args, "remove_links"):  # the puncturing options (add_topology_args)
         refuse_unseeded(vars(args))
     for dest, value in defaults.items():

@@ -64,12 +64,23 @@ def _human(comparison) -> str:
 
 def run(args) -> int:
     from ..compare import compare, plot
+    from ..fabric import check_link_classes
     from ..topology.spec import from_spec
 
     fabric = fabric_from_args(args)
     if args.method == "tsmcf" and fabric.forwarding != "host":
         raise A2AError("--method tsmcf schedules host-forwarded chunks; use --forwarding host")
     topologies = [from_spec(s) for s in args.specs]
+    refusals = []  # --nvlink-bw applies to the rows with NVLinks; with none, it was ignored: refused
+    for t in topologies:
+        try:
+            check_link_classes(t, fabric)
+        except A2AError as exc:
+            refusals.append(exc)
+    if len(refusals) == len(topologies):
+        raise refusals[0] if len(topologies) == 1 else A2AError(
+            f"{str(refusals[0]).split(':')[0]}: none of {', '.join(t.spec for t in topologies)} has such links "
+            f"(only nvswitch:... topologies have them)")
     reporter = None if args.quiet else Progress(delay=PROGRESS_DELAY)
     try:
         comparison = compare(topologies, fabric, args.method, progress=reporter)

@@ -10,14 +10,19 @@ wheel) with a byte-exact check and a timing comparison against native
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+from runtimes.mpi.cli import parse_size, parse_timeout, sweep_sizes
+
 from ..cli import command_parser
 from ..errors import A2AError
+from ..options import ABSENT
+from .common import applies_only, positive_int
 
 DEFAULT_SPEC = "torus:3x3x3"
 DEFAULT_LINK_BW = "25Gbps"
@@ -51,11 +56,16 @@ def register(sub) -> None:
                        EPILOG)
     p.add_argument("--spec", default=DEFAULT_SPEC, help=f"topology (default {DEFAULT_SPEC})")
     p.add_argument("--dir", default="a2a-demo", metavar="DIR", help="where to write the files (default ./a2a-demo)")
-    p.add_argument("-b", "--minbytes", default="1K", metavar="SIZE", help="smallest per-peer shard size (default 1K)")
-    p.add_argument("-e", "--maxbytes", default="256K", metavar="SIZE", help="largest per-peer shard size (default 256K)")
-    p.add_argument("-n", "--iters", default="5", metavar="I", help="timed iterations per size (default 5)")
-    p.add_argument("--no-run", action="store_true", help="stop after compiling and verifying")
-    p.add_argument("--timeout", default="120", metavar="SECONDS", help="MPI watchdog per run (default 120)")
+    p.add_argument("-b", "--minbytes", type=parse_size, default=parse_size("1K"), metavar="SIZE",
+                   help="smallest per-peer shard size (default 1K)")
+    p.add_argument("-e", "--maxbytes", type=parse_size, default=parse_size("256K"), metavar="SIZE",
+                   help="largest per-peer shard size (default 256K)")
+    p.add_argument("-n", "--iters", type=positive_int, default=5, metavar="I",
+                   help="timed iterations per size (default 5)")
+    p.add_argument("--no-run", action="store_true", default=None, help="stop after compiling and verifying")
+    p.add_argument("--timeout", type=parse_timeout, default=120.0, metavar="SECONDS",
+                   help="MPI watchdog per run (default 120)")
+    applies_only(p, {d: ("no_run", ABSENT) for d in ("minbytes", "maxbytes", "iters", "timeout")})
     p.set_defaults(func=run)
 
 
@@ -87,6 +97,11 @@ def run(args) -> int:
     from ..topology.spec import from_spec
 
     from_spec(args.spec)  # a bad spec: one line, before any header or directory
+    if args.dir == "":
+        raise A2AError("--dir: the path is empty")
+    if not args.no_run:  # the run's sweep, checked before compiling
+        sweep_sizes(argparse.Namespace(minbytes=args.minbytes, maxbytes=args.maxbytes, stepfactor=2,
+                                       iters=args.iters, warmup=2))
     out = Path(args.dir)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -117,7 +132,8 @@ def run(args) -> int:
         n = getattr(program, "ngpus", None) or program.nranks
         _step(f"3{'ab'[i]}. run {path} on {n} local MPI ranks")
         cmd = [mpiexec, "-n", str(n), sys.executable, "-m", "runtimes.mpi", str(path),
-               "-b", args.minbytes, "-e", args.maxbytes, "-n", args.iters, "-w", "2", "--timeout", args.timeout]
+               "-b", str(args.minbytes), "-e", str(args.maxbytes), "-n", str(args.iters), "-w", "2",
+               "--timeout", f"{args.timeout:g}"]
         print("$ " + " ".join(cmd), flush=True)
         code = subprocess.call(cmd, env={**os.environ, "PYTHONUNBUFFERED": "1"})
         if code:

@@ -14,7 +14,7 @@ from ..solve.paths import DEFAULT_MAX_PATHS
 from ..solve.pricing import PRICING_MODES
 from ..solve.symmetry import AUTO_MIN_COLUMNS, SYMMETRY_MODES
 from ..solve.widest_paths import DEFAULT_TOL
-from ..options import ABSENT, GIVEN
+from ..options import ABSENT, GIVEN, flag
 from .common import PROGRESS_DELAY, add_demand_arg, add_fabric_args, add_topology_args, applies_only, \
     demand_from_args, fabric_from_args, positive_int, print_json, topology_from_args
 
@@ -278,6 +278,12 @@ def run_jobs(args) -> int:
 
     from ..jobs import load_jobs, solve_jobs, write_job_schedules
 
+    solver = [d for d in METHOD_OPTIONS if d in args.options_given] + (["solver"] if args.solver else [])
+    if solver:  # the joint and alone solves are the demand-aware MCF-extP's, with its defaults
+        raise A2AError(f"{', '.join(flag(d) for d in solver)} {'does' if len(solver) == 1 else 'do'} not apply "
+                       f"with --jobs (its solves are the demand-aware MCF-extP's, with their defaults)")
+    if args.schedules == "":
+        raise A2AError("--schedules: the path is empty")
     out = Path(args.schedules) if args.schedules else None
     if out is not None and out.exists() and not out.is_dir():
         raise A2AError(f"--schedules {out}: not a directory")

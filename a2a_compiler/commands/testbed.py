@@ -11,8 +11,9 @@ import sys
 from ..cli import command_parser
 from ..errors import A2AError
 from ..fabric import Fabric
-from .common import add_fabric_args, add_topology_args, fabric_from_args, nonnegative_int, positive_int, print_json, \
-    progress, topology_from_args
+from ..options import ABSENT
+from .common import add_fabric_args, add_topology_args, applies_only, fabric_from_args, nonnegative_int, positive_int, \
+    print_json, progress, topology_from_args
 
 DEFAULT_LINK_BW = "20Mbps"
 DEFAULT_NAME = "default"
@@ -146,11 +147,13 @@ def register(sub) -> None:
                    help="untimed iterations first (default 1)")
     b.add_argument("--fft", type=positive_int, metavar="N",
                    help="run a slab-decomposed 3-D FFT of an N^3 complex grid per iteration instead of bare "
-                        "all-to-alls (N a multiple of the host count; --sizes is ignored); reports each phase")
+                        "all-to-alls (N a multiple of the host count; its shard size replaces --sizes); reports each "
+                        "phase")
     b.add_argument("--timeout", type=_seconds, metavar="S",
                    help="kill the MPI job after S seconds (default: 120 s plus 10 times the predicted run time)")
     b.add_argument("--json", action="store_true", help="print one JSON object (docs/testbed.md) on stdout")
     b.add_argument("--plot", metavar="PNG", help="write a plot of throughput against shard size")
+    applies_only(b, {"sizes": ("fft", ABSENT)})
     b.set_defaults(func=run_bench)
 
 
@@ -290,7 +293,8 @@ def _run_jobs_bench(args) -> int:
     from runtimes.testbed.jobs import bench_jobs
 
     other = [flag for flag, given in (("--native", args.native), ("--default-routes", args.default_routes),
-                                      ("--fft", args.fft), ("--plot", args.plot)) if given]
+                                      ("--fft", args.fft), ("--plot", args.plot), ("--demand", args.demand))
+             if given]
     if other:
         raise A2AError(f"{', '.join(other)} {'does' if len(other) == 1 else 'do'} not apply with --jobs")
     if args.runtime != "mpi":

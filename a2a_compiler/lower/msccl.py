@@ -22,6 +22,20 @@ MAX_AUTO_CHANNELS = 8
 SCALES_FURTHER = "--emit mpi (MPI path schedules have no per-rank size limit)"
 
 
+def check_channels(nchannels: int, t: Target, at: str) -> None:
+    """Refuse ``nchannels`` (channels x instances) over the channels ``t`` builds; ``at`` names the program."""
+    if nchannels > t.max_channels:
+        raise A2AError(f"{at} needs {nchannels} channels, over the {t.max_channels} {t.executor} builds; "
+                       f"use fewer --channels or --instances")
+
+
+def check_channel_options(spec: str, channels: int | None, instances: int, target: str | Target | None) -> None:
+    """:func:`check_channels` on the fewest channels ``--channels``/``--instances`` allow, before any solve or
+    placement (both grow with ``instances``)."""
+    check_channels((channels or 1) * instances, get_target(target or DEFAULT_TARGET),
+                   f"{spec} (--channels x --instances)")
+
+
 def lower_msccl(schedule: LinkSchedule, *, channels: int | None = None, instances: int = 1, proto: str = "Simple",
                 min_bytes: int = 0, max_bytes: int = 0, rcs: bool = False, name: str | None = None,
                 target: str | Target | None = None) -> MscclProgram:
@@ -67,6 +81,7 @@ def lower_msccl(schedule: LinkSchedule, *, channels: int | None = None, instance
         raise A2AError(f"need 0 <= minBytes <= maxBytes (0 = unlimited), got {min_bytes}, {max_bytes}")
     if instances < 1 or (channels is not None and channels < 1):
         raise A2AError("channels and instances must be at least 1")
+    check_channel_options(schedule.spec, channels, instances, t)
     if schedule.demand is not None:
         check_balanced_layout(schedule, "MSCCL")
         if instances != 1:
@@ -103,9 +118,7 @@ def _fits(schedule: LinkSchedule, gpus: list[MscclGpu], nchannels: int, t: Targe
     """Refuse a program over ``t``'s thread blocks per GPU, channels or parser nodes per rank."""
     c = schedule.chunks_per_shard
     at = f"{schedule.spec} at {c} chunk(s) per shard"
-    if nchannels > t.max_channels:
-        raise A2AError(f"{at} needs {nchannels} channels, over the {t.max_channels} {t.executor} builds; "
-                       f"use fewer --channels or --instances")
+    check_channels(nchannels, t, at)
     most = max(gpus, key=lambda g: (len(g.tbs), -g.id))
     if len(most.tbs) > t.max_tbs:
         raise A2AError(f"{at}: gpu {most.id} needs {len(most.tbs)} thread blocks, over {t.executor}'s {t.max_tbs} "

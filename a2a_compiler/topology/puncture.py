@@ -36,9 +36,9 @@ def _node(topology: Topology, word: str) -> int:
 def named_cables(topology: Topology, cables) -> np.ndarray:
     """The directed cables (both directions) of every named cable: ``"A,B"`` is the port group between nodes
     ``A`` and ``B`` (names or GUIDs), ``"A/P"`` the one cable on port ``P`` of node ``A``.  Raises
-    :class:`SpecError` naming an item that names no cable."""
+    :class:`SpecError` naming an item that names no cable, or only cables an earlier item named."""
     t = topology
-    out = []
+    out, named = [], {}
     for item in cables:
         if "," in item:
             u, v = (_node(t, w.strip()) for w in item.split(",", 1))
@@ -57,8 +57,12 @@ def named_cables(topology: Topology, cables) -> np.ndarray:
             if k < 0:
                 raise SpecError(f"--remove-cable {item}: {t.names[u]} has no cable on port {port}")
             ks = np.array([k])
-        out.append(ks)
-        out.append(t.cable_reverse[ks][t.cable_reverse[ks] >= 0])
+        both = np.concatenate([ks, t.cable_reverse[ks][t.cable_reverse[ks] >= 0]])
+        if all(int(k) in named for k in both):
+            raise SpecError(f"--remove-cable {item}: names the same cable(s) as --remove-cable "
+                            f"{named[int(both[0])]} did")
+        named.update(dict.fromkeys(map(int, both), item))
+        out.append(both)
     return np.unique(np.concatenate(out)) if out else np.zeros(0, np.int64)
 
 

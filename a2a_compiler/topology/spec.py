@@ -186,6 +186,8 @@ def parse_spec(spec: str) -> tuple[str, list[str], dict[str, str]]:
     for part in parts:
         if "=" in part:
             key, _, value = part.partition("=")
+            if key.strip() in kw:
+                raise SpecError(f"{spec}: parameter {key.strip()} is given twice")
             kw[key.strip()] = value.strip()
         else:
             pos.append(part)

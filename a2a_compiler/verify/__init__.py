@@ -437,6 +437,7 @@ def _context(record: Record | None, topology: Topology | None, fabric: Fabric | 
     recorded ones, punctured by ``cut`` (see :func:`verify_bytes`); a recorded spec with another number of
     hosts is not built (``complete:4000`` for 3 ranks would take half a minute and gigabytes)."""
     base = record.fabric if record is not None else Fabric()
+    given = fabric if isinstance(fabric, dict) else {}
     if isinstance(fabric, dict):
         fabric = replace(base, **{k: v for k, v in fabric.items() if v is not None}) if fabric else None
     overrides = []
@@ -468,8 +469,10 @@ def _context(record: Record | None, topology: Topology | None, fabric: Fabric | 
         raise A2AError("--remove-links/--remove-nodes: the file records no topology to puncture; give --topology")
     fabric = fabric or base
     if topology is not None:
-        from ..fabric import apply_link_classes
+        from ..fabric import CLASS_BANDWIDTHS, apply_link_classes, check_link_classes
 
+        if any(given.get(name) is not None for name in CLASS_BANDWIDTHS.values()):
+            check_link_classes(topology, fabric)  # --nvlink-bw on a topology without NVLinks (it was recorded)
         topology = apply_link_classes(topology, fabric)
     return _Context(topology, fabric, overrides, no_topology, misfit, warnings)
 

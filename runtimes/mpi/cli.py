@@ -475,12 +475,18 @@ def _abort(comm, status: int) -> NoReturn:
 
 def _demand(args, n: int):
     """The ``--demand`` matrix (read on rank 0), else the one the file records (an all-to-allv file of
-    'a2a compile' or 'a2a routes'), or ``None``."""
+    'a2a compile' or 'a2a routes'), or ``None``.  The file's rank count is checked against the ``n`` ranks
+    first: a demand of the file's size is not "wrong" for a job launched with too few ranks."""
+    from a2a_compiler.formats import load_program
+
+    from .plan import _check_nranks
+
+    fmt, program = load_program(args.file)
+    _check_nranks(program.ngpus if fmt == "msccl" else program.nranks, n)
     if not args.demand:
-        from a2a_compiler.formats import load_program
         from a2a_compiler.formats.record import recorded_demand
 
-        return recorded_demand(load_program(args.file)[1], str(args.file))
+        return recorded_demand(program, str(args.file))
     from a2a_compiler.demand import read_demand
 
     return read_demand(args.demand, n)
