@@ -48,3 +48,19 @@ def test_every_tool_runs_quick(path, tmp_path):
     assert p.returncode == 0, p.stderr[-3000:]
     assert "Traceback" not in p.stderr
     assert list(tmp_path.iterdir()) == []          # a quick run leaves nothing behind
+
+
+@pytest.mark.parametrize("script, given, flags", [
+    ("bench_resolve.py", ["--batches", "5"], "--batches"),
+    ("bench_runtime.py", ["-n", "16", "--iters", "3"], "--nranks, --iters"),
+    ("bench_solve.py", ["--sizes", "32"], "--sizes"),
+    ("bench_tsmcf.py", ["--sizes", "32"], "--sizes"),
+    ("torch_moe.py", ["--steps", "3"], "--steps"),
+])
+def test_quick_refuses_the_options_it_sets(script, given, flags):
+    """issue 34's third newcomer pass: --quick silently replaced options given beside it (tools/_quick.py)."""
+    p = subprocess.run([sys.executable, str(REPO / "tools" / script), "--quick", *given], capture_output=True,
+                       text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)})
+    them = "them" if "," in flags else "it"
+    assert (p.returncode, p.stdout, p.stderr.splitlines()[-1]) == (
+        2, "", f"{script}: error: {flags}: --quick sets {them} itself")

@@ -31,6 +31,8 @@ import statistics
 import sys
 import time
 
+from _quick import apply_quick   # tools/_quick.py: the scripts' shared --quick
+
 DEFAULT_SPECS = ("bipartite:4", "hypercube:4", "torus:4x4x4", "genkautz:64,4")
 
 
@@ -84,8 +86,7 @@ def main(argv=None) -> int:
     p.add_argument("--quick", action="store_true",
                    help="bipartite:4, 2 batches, in seconds (tests/test_tools.py runs it)")
     args = p.parse_args(argv)
-    if args.quick:
-        args.specs, args.batches = ["bipartite:4"], 2
+    apply_quick(p, args, specs=["bipartite:4"], batches=2)
     if args.batches < 2:
         p.error("--batches must be at least 2")
     load = [os.getloadavg()[0]]

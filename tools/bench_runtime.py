@@ -34,6 +34,8 @@ from a2a_compiler.files import atomic_write
 from a2a_compiler.formats import program_to_xml
 from runtimes.mpi.direct import DIRECT
 
+from _quick import apply_quick   # tools/_quick.py: the scripts' shared --quick
+
 
 #: Exit status of a run whose prerequisites are missing (automake's "skipped"; tests/test_tools.py skips it).
 SKIP = 77
@@ -79,8 +81,7 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true",
                     help="4 ranks, 1K shards, 2 iterations after 1 warm-up, in seconds (tests/test_tools.py runs it)")
     args = ap.parse_args(argv)
-    if args.quick:
-        args.nranks, args.minbytes, args.maxbytes, args.iters, args.warmup = 4, "1K", "1K", 2, 1
+    apply_quick(ap, args, nranks=4, minbytes="1K", maxbytes="1K", iters=2, warmup=1)
     formats = args.formats.split(",")
     if unknown := set(formats) - set(DIRECT):
         ap.error(f"unknown format(s): {', '.join(sorted(unknown))}")

@@ -48,6 +48,8 @@ import sys
 import threading
 import time
 
+from _quick import apply_quick   # tools/_quick.py: the scripts' shared --quick
+
 #: Kinds of run a child process performs: the plain master LP, a solve method
 #: (``options["method"]``, default mcf-decomp), a routing engine (``options["engine"]``).
 KINDS = ("plain", "ours", "route")
@@ -287,8 +289,7 @@ def main(argv=None) -> int:
     ap.add_argument("--subprocess", nargs=3, metavar=("KIND", "SPEC", "OPTIONS"), help=argparse.SUPPRESS)
     ap.add_argument("--quick", action="store_true", help="N = 16 only, in seconds (tests/test_tools.py runs it)")
     args = ap.parse_args(argv)
-    if args.quick:
-        args.sizes = "16"
+    apply_quick(ap, args, sizes="16")
     if args.subprocess:
         kind, spec, options = args.subprocess
         try:

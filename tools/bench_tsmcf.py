@@ -22,6 +22,8 @@ import subprocess
 import sys
 import time
 
+from _quick import apply_quick   # tools/_quick.py: the scripts' shared --quick
+
 
 def measure(spec: str) -> dict:
     """One size, in this process: the phases of ``a2a schedule SPEC --method tsmcf``."""
@@ -89,8 +91,7 @@ def main(argv=None) -> int:
     ap.add_argument("--one", help=argparse.SUPPRESS)   # child: measure this spec, print one JSON row
     ap.add_argument("--quick", action="store_true", help="N = 8 only, in seconds (tests/test_tools.py runs it)")
     args = ap.parse_args(argv)
-    if args.quick:
-        args.sizes = "8"
+    apply_quick(ap, args, sizes="8")
     if args.one:
         print(json.dumps(measure(args.one)))
         return 0

@@ -27,6 +27,8 @@ import subprocess
 import sys
 import time
 
+from _quick import apply_quick   # tools/_quick.py: the scripts' shared --quick
+
 #: The schedule --quick runs (8 ranks).
 QUICK_SCHEDULE = "bipartite-4-mcf-extp.mpi.xml"
 QUICK_SCHEDULE_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "schedules",
@@ -56,12 +58,7 @@ def options(argv=None) -> argparse.Namespace:
     """The parsed options, --quick's settings filled in (given beside it, they are refused: it sets them)."""
     p = parser()
     args = p.parse_args(argv)
-    if args.quick:
-        given = [f for f, v in (("--schedule", args.schedule), ("--compare", args.compare), ("--steps", args.steps),
-                                ("--tokens", args.tokens)) if v is not None and v is not False]
-        if given:
-            p.error(f"{', '.join(given)}: --quick sets {'it' if len(given) == 1 else 'them'} itself")
-        args.schedule, args.compare, args.steps, args.tokens = str(QUICK_SCHEDULE_PATH), True, 1, 16
+    apply_quick(p, args, schedule=str(QUICK_SCHEDULE_PATH), compare=True, steps=1, tokens=16)
     args.steps, args.tokens = args.steps or 4, args.tokens or 256
     return args
 
