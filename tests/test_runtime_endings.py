@@ -40,7 +40,8 @@ def test_only_the_segments_this_rank_maps_are_unlinked():
         for path in (ours, other):
             path.write_bytes(b"\0" * 4096)
         with open(ours, "r+b") as fh, mmap.mmap(fh.fileno(), 4096) as mapped:
-            assert release_shared_memory(Local()) == [str(ours)]
+            released = release_shared_memory(Local())   # an earlier test's in-process MPI may map one of its own
+            assert str(ours) in released and str(other) not in released
             mapped[0] = 1                                 # the memory outlives its name
         assert Local.barriers == 1 and not ours.exists() and other.exists()   # another job's file is kept
     finally:
