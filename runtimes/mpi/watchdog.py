@@ -22,6 +22,8 @@ import sys
 import threading
 import time
 
+from a2a_compiler.launcher import release_shared_memory
+
 
 def _machine() -> str:
     """Which kernel and PID namespace this process lives in (pids are comparable within one)."""
@@ -131,5 +133,6 @@ class Watchdog:
                       f"(a rank died or the schedule deadlocks); aborting the job", file=sys.stderr, flush=True)
                 threading.Timer(self.GRACE, os._exit, (self.EXIT_CODE,)).start()
                 time.sleep(self.FORWARD)  # the launcher forwards stderr asynchronously; Abort would cut it off
+                release_shared_memory()   # every local rank attached in MPI_Init: no MPICH segment left behind
                 self.comm.Abort(self.EXIT_CODE)
                 return
