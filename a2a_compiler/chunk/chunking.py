@@ -18,7 +18,7 @@ few ``C`` and keeps the smallest one reaching the fidelity target.
 With a demand matrix (:mod:`a2a_compiler.demand`) a path schedule keeps ``C``
 chunks per pair, each weighing its pair's volume ``/C``; a link schedule gets
 whole chunks of one size, ``T[s, d] ≈ C·D[s, d]`` of them per pair
-(:meth:`~a2a_compiler.demand.Demand.chunk_counts`; rows and columns summing to
+(:func:`~a2a_compiler.chunk.counts.chunk_counts`; rows and columns summing to
 ``N·C`` when the matrix is balanced, as MSCCL's buffers need), each weighing
 ``u = max D/T`` (:func:`~a2a_compiler.chunk.ir.link_chunk_volume`).
 """

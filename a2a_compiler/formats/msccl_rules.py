@@ -617,7 +617,7 @@ def mscclpp_size_rule(p) -> SizeRule:
     ``"Input or output size is not aligned with buffer alignment or chunks"``: there is no fallback (its
     NCCL interface has no all-to-all: ``src/ext/nccl/nccl.cc`` l.794-805).  An all-to-allv plan has the
     same fixed-size buffers of ``input_chunks = output_chunks = nranks·C`` chunks (pairs laid out by
-    :meth:`~a2a_compiler.demand.Demand.msccl_counts`), so the rule holds with the per-peer size read as
+    :func:`~a2a_compiler.chunk.counts.msccl_counts`), so the rule holds with the per-peer size read as
     the buffer's bytes over ``nranks``.
     """
     import math

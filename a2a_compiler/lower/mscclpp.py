@@ -51,7 +51,7 @@ def lower_mscclpp(schedule: LinkSchedule, *, name: str | None = None, nodes=None
     (:func:`~a2a_compiler.topology.switched.host_nodes`).  An all-to-allv schedule (a balanced
     demand) is laid out as MSCCL lays it (:func:`~a2a_compiler.lower.msccl.lower_msccl`): fixed-size
     buffers of ``N·C`` chunks, ``T[i][j]`` chunks of rank ``i`` for rank ``j``
-    (:meth:`~a2a_compiler.demand.Demand.msccl_counts`), and the plan's record holds the demand's
+    (:func:`~a2a_compiler.chunk.counts.msccl_counts`), and the plan's record holds the demand's
     volumes, from which ``a2a verify`` and ``a2a run`` recompute ``T``.  Raises :class:`A2AError`, one
     line naming the limit, when a threadblock would exceed the executor's operations or channels, or
     when the schedule's chunk counts are not that layout.

@@ -119,7 +119,7 @@ def check_balanced_layout(schedule: LinkSchedule, fmt: str) -> None:
     ``fmt`` (MSCCL, MSCCL++) files are verified and run in; unbalanced matrices are refused there."""
     if schedule.demand is None:
         return
-    want = msccl_counts(schedule.demand, schedule.chunks_per_shard)
+    want = msccl_counts(schedule.demand, schedule.chunks_per_shard, fmt)
     if not np.array_equal(schedule.counts(), want):
         raise A2AError(f"this all-to-allv schedule's chunk counts do not give every rank the same buffer size; "
                        f"{fmt} needs a matrix whose rows and columns all sum to the same total: use the MPI "

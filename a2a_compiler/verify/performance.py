@@ -120,7 +120,7 @@ def program_performance(program, fabric: Fabric, capacity=None, trace=None, dema
     ``capacity``: ``{(u, v): cap}`` of the topology (default: used pairs at 1);
     ``trace``: the program's symbolic execution if already done (else it is run);
     ``demand``: the all-to-allv to price.  An MSCCL file or MSCCL++ plan in the demand's buffer
-    ``layout`` (:meth:`~a2a_compiler.demand.Demand.msccl_counts`; neither records it) has chunks of
+    ``layout`` (:func:`~a2a_compiler.chunk.counts.msccl_counts`; neither records it) has chunks of
     ``u = max D/T``; oneCCL and MPI path files that record volumes use theirs; a plain all-to-all
     file is priced under the demand with its routes and steps unchanged (one schedule reused for
     every batch): a path's chunks weigh their pair's volume (the runtime splits each pair's bytes

@@ -122,7 +122,7 @@ def simulate_msccl(p: MscclProgram, counts=None) -> Trace:
     """Execute ``p`` symbolically; assumes :func:`~a2a_compiler.formats.msccl_rules.check_rules` found it sound.
 
     ``counts``: the chunks of every pair of an all-to-allv layout (rows and columns summing to
-    ``nchunksperloop``; :meth:`~a2a_compiler.demand.Demand.msccl_counts`), else the all-to-all's.
+    ``nchunksperloop``; :func:`~a2a_compiler.chunk.counts.msccl_counts`), else the all-to-all's.
     """
     n = p.ngpus
     c = p.nchunksperloop // n
